@@ -1,0 +1,96 @@
+// Composition root: the only place that chooses implementations (store, later coordinator and
+// providers) and wires plugins and routes. src/server.ts only starts and stops what this builds.
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { customAlphabet } from 'nanoid';
+import { ensureBootstrapKey } from './auth/api-keys.ts';
+import { type Config, ConfigError } from './config.ts';
+import { ValidationError } from './errors.ts';
+import { apiFamily } from './http/api-family.ts';
+import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
+import { registerMetrics } from './http/metrics.ts';
+import { registerOpenApi } from './http/openapi.ts';
+import { operationsRoutes } from './http/operations.ts';
+import { validatorCompiler } from './http/validation.ts';
+import { SqliteStore } from './store/sqlite.ts';
+import type { Store } from './store/store.ts';
+
+export interface AppDependencies {
+  /** A store the caller owns (tests); otherwise one is opened from the config and closed with the app. */
+  store?: Store;
+}
+
+/** The store the configuration asks for. */
+export function openStore(config: Config): Store {
+  if (config.databaseUrl) {
+    throw new ConfigError(
+      'Invalid configuration: DATABASE_URL is set, but this build has only the embedded SQLite store; unset it.',
+    );
+  }
+  return new SqliteStore(join(config.dataDir, 'parley.db'));
+}
+
+const requestIdSuffix = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 16);
+const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
+  if (config.redisUrl) {
+    throw new ConfigError(
+      'Invalid configuration: REDIS_URL is set, but this build runs as a single node only; unset it.',
+    );
+  }
+  const store = deps.store ?? openStore(config);
+  await store.migrate();
+  if (config.bootstrapApiKey) await ensureBootstrapKey(store, config.bootstrapApiKey);
+
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    bodyLimit: config.limits.bodyBytes,
+    requestIdHeader: false,
+    // A caller's own X-Request-Id is kept when it is tame, so ids line up across systems.
+    genReqId: (request) => {
+      const given = request.headers['x-request-id'];
+      return typeof given === 'string' && acceptableRequestId.test(given)
+        ? given
+        : `req_${requestIdSuffix()}`;
+    },
+    frameworkErrors: frameworkErrorHandler,
+  }).withTypeProvider<ZodTypeProvider>();
+
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+
+  // JSON only (multipart where a route takes uploads): any other body type is a 415.
+  // An empty JSON body means "no fields"; malformed JSON is a 422 at ["body"].
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (err, value) => {
+      if (err)
+        return done(ValidationError.at(['body'], `Invalid JSON: ${err.message}`, 'json_invalid'), undefined);
+      done(null, value);
+    });
+  });
+
+  registerErrorHandling(app);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  registerMetrics(app);
+  await registerOpenApi(app);
+  await app.register(operationsRoutes, { store });
+  await app.register(apiFamily, { store, config });
+
+  app.addHook('onReady', async () => {
+    if ((await store.countActiveApiKeys()) === 0) {
+      app.log.warn(
+        'No API key exists yet. Create one with: npm run parley -- keys create --tenant default --agents "*" ' +
+          '(or start with PARLEY_BOOTSTRAP_API_KEY set).',
+      );
+    }
+  });
+  if (!deps.store) app.addHook('onClose', () => store.close());
+  return app;
+}

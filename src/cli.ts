@@ -1,0 +1,149 @@
+// The `parley` command: serve, migrate, and manage tenants and API keys against the configured store.
+import { parseArgs } from 'node:util';
+import { agentIdSchema } from './agents/agent-id.ts';
+import { openStore } from './app.ts';
+import { apiKeyPrefix, generateApiKey, hashApiKey } from './auth/api-keys.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { newId } from './ids.ts';
+import type { Store } from './store/store.ts';
+
+const usage = `Usage: parley <command>
+
+  serve                                     start the service (same as npm start)
+  migrate                                   apply pending database migrations
+  tenants create <id> [--name NAME]         create a tenant
+  tenants list                              list tenants
+  keys create --tenant T [--agents a,b|*]   create an API key (printed once) for agents a and b, or all
+  keys list [--tenant T]                    list API keys (never the keys themselves)
+  keys revoke <key_id>                      revoke an API key
+`;
+
+class UsageError extends Error {}
+
+const tenantIdPattern = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+
+function parseAgents(value: string | undefined): string[] {
+  if (value === undefined || value.trim() === '*') return ['*'];
+  const ids = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (ids.length === 0) throw new UsageError('--agents needs "*" or a comma-separated list of agent ids');
+  for (const id of ids) {
+    const checked = agentIdSchema.safeParse(id);
+    if (!checked.success) throw new UsageError(`--agents: "${id}": ${checked.error.issues[0]?.message}`);
+  }
+  return ids;
+}
+
+async function run(
+  store: Store,
+  command: string[],
+  values: { name?: string; tenant?: string; agents?: string },
+) {
+  const [group, action, arg] = command;
+  const out = (line: string) => process.stdout.write(`${line}\n`);
+  const note = (line: string) => process.stderr.write(`${line}\n`);
+
+  if (group === 'migrate') {
+    out(`Schema at version ${await store.migrate()}.`);
+    return;
+  }
+  await store.migrate();
+
+  if (group === 'tenants' && action === 'create') {
+    if (!arg || !tenantIdPattern.test(arg))
+      throw new UsageError('tenants create needs an id of a-z, 0-9, _ and -');
+    if (await store.getTenant(arg)) throw new UsageError(`Tenant "${arg}" already exists.`);
+    const tenant = await store.createTenant(arg, values.name ?? arg);
+    out(`Created tenant ${tenant.id}.`);
+  } else if (group === 'tenants' && action === 'list') {
+    for (const t of await store.listTenants()) out(`${t.id}\t${t.name}\t${t.created_at}`);
+  } else if (group === 'keys' && action === 'create') {
+    if (!values.tenant) throw new UsageError('keys create needs --tenant');
+    if (!(await store.getTenant(values.tenant))) {
+      throw new UsageError(
+        `No tenant "${values.tenant}"; create it with: parley tenants create ${values.tenant}`,
+      );
+    }
+    const agents = parseAgents(values.agents);
+    const key = generateApiKey();
+    const record = await store.createApiKey({
+      id: newId('key'),
+      tenant_id: values.tenant,
+      hash: hashApiKey(key),
+      prefix: apiKeyPrefix(key),
+      agents,
+    });
+    note(
+      `Created ${record.id} for tenant ${record.tenant_id} (agents: ${agents.join(',')}). It is shown only once:`,
+    );
+    out(key);
+  } else if (group === 'keys' && action === 'list') {
+    for (const k of await store.listApiKeys(values.tenant)) {
+      const state = k.revoked_at ? `revoked ${k.revoked_at}` : 'active';
+      out(`${k.id}\t${k.tenant_id}\t${k.prefix}\t${k.agents.join(',')}\t${state}`);
+    }
+  } else if (group === 'keys' && action === 'revoke') {
+    if (!arg) throw new UsageError('keys revoke needs a key id');
+    if (!(await store.revokeApiKey(arg))) throw new UsageError(`No active key "${arg}".`);
+    out(`Revoked ${arg}.`);
+  } else {
+    throw new UsageError(group ? `Unknown command: ${command.join(' ')}` : 'No command given.');
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${usage}`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (parsed.positionals[0] === 'serve') {
+    const { serve } = await import('./server.ts');
+    await serve();
+    return 0;
+  }
+  let store: Store | undefined;
+  try {
+    store = openStore(loadConfig());
+    await run(store, parsed.positionals, parsed.values);
+    return 0;
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\n\n${usage}`);
+      return 2;
+    }
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await store?.close();
+  }
+}
+
+function parse(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      name: { type: 'string' },
+      tenant: { type: 'string' },
+      agents: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const code = await main(process.argv.slice(2));
+  if (code !== 0 || process.argv[2] !== 'serve') process.exitCode = code;
+}

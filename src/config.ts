@@ -1,0 +1,107 @@
+// The only reader of process.env: one zod schema, validated once at start, frozen.
+// A bad value stops the start with one line that names the variable.
+import { z } from 'zod';
+
+const MiB = 1024 * 1024;
+
+const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
+
+const envSchema = z.object({
+  PORT: integer(0, 65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PARLEY_DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+      .optional(),
+  ),
+  REDIS_URL: optionalString.pipe(
+    z
+      .string()
+      .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+      .optional(),
+  ),
+  PARLEY_NODE_URL: optionalString.pipe(z.url().optional()),
+  PARLEY_TOKEN_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 bytes').optional()),
+  PARLEY_TOKEN_TTL: integer(30, 86_400).default(900),
+  PARLEY_BOOTSTRAP_API_KEY: optionalString.pipe(
+    z
+      .string()
+      .regex(/^[\x21-\x7e]{16,256}$/, 'must be 16 to 256 printable ASCII characters without spaces')
+      .optional(),
+  ),
+  PARLEY_AGENTS_FILE: optionalString,
+  PARLEY_CORS_ORIGINS: optionalString,
+  PARLEY_RATE_LIMIT_KEY: integer(1, 1_000_000).default(1200),
+  PARLEY_RATE_LIMIT_TOKEN: integer(1, 1_000_000).default(120),
+  PARLEY_MAX_BODY_BYTES: integer(1024, 64 * MiB).default(MiB),
+  PARLEY_MAX_UPLOAD_BYTES: integer(1, 1024 * MiB).default(20 * MiB),
+  OPENAI_API_KEY: optionalString,
+  OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly databaseUrl: string | undefined;
+  readonly redisUrl: string | undefined;
+  readonly nodeUrl: string | undefined;
+  readonly tokenSecret: string | undefined;
+  readonly tokenTtlSeconds: number;
+  readonly bootstrapApiKey: string | undefined;
+  readonly agentsFile: string | undefined;
+  readonly corsOrigins: readonly string[];
+  readonly rateLimit: { readonly perApiKey: number; readonly perSessionToken: number };
+  readonly limits: { readonly bodyBytes: number; readonly uploadBytes: number };
+  readonly openai: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined };
+  readonly logLevel: string;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/** Reads the environment (process.env unless given) once; throws ConfigError naming the first bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const variable = issue?.path.join('.') || 'environment';
+    throw new ConfigError(`Invalid configuration: ${variable} ${issue?.message ?? 'is invalid'}`);
+  }
+  const e = parsed.data;
+  return deepFreeze({
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: e.PARLEY_DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    nodeUrl: e.PARLEY_NODE_URL,
+    tokenSecret: e.PARLEY_TOKEN_SECRET,
+    tokenTtlSeconds: e.PARLEY_TOKEN_TTL,
+    bootstrapApiKey: e.PARLEY_BOOTSTRAP_API_KEY,
+    agentsFile: e.PARLEY_AGENTS_FILE,
+    corsOrigins: (e.PARLEY_CORS_ORIGINS ?? '')
+      .split(',')
+      .map((o) => o.trim())
+      .filter(Boolean),
+    rateLimit: { perApiKey: e.PARLEY_RATE_LIMIT_KEY, perSessionToken: e.PARLEY_RATE_LIMIT_TOKEN },
+    limits: { bodyBytes: e.PARLEY_MAX_BODY_BYTES, uploadBytes: e.PARLEY_MAX_UPLOAD_BYTES },
+    openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+    logLevel: e.LOG_LEVEL,
+  });
+}
+
+function deepFreeze<T extends object>(value: T): T {
+  for (const child of Object.values(value)) {
+    if (child && typeof child === 'object') deepFreeze(child);
+  }
+  return Object.freeze(value);
+}

@@ -1,0 +1,146 @@
+// The one error catalogue: every error the service answers with has a stable snake_case code,
+// a PascalCase name and an HTTP status here. The README's error table lists every code (a test checks).
+
+interface ErrorSpec {
+  readonly status: number;
+  readonly name: string;
+  readonly message: string;
+}
+
+export const errorCatalogue = {
+  bad_request: { status: 400, name: 'BadRequestError', message: 'The request could not be read.' },
+  unauthorized: { status: 401, name: 'UnauthorizedError', message: 'Authentication is required.' },
+  invalid_api_key: { status: 401, name: 'InvalidApiKeyError', message: 'The API key is unknown or revoked.' },
+  session_token_invalid: {
+    status: 401,
+    name: 'SessionTokenInvalidError',
+    message: 'The session token is invalid.',
+  },
+  session_token_expired: {
+    status: 401,
+    name: 'SessionTokenExpiredError',
+    message: 'The session token has expired; refresh it with POST /v1/agents/conversations/{id}/token.',
+  },
+  forbidden: { status: 403, name: 'ForbiddenError', message: 'Not allowed for this resource.' },
+  agent_forbidden: {
+    status: 403,
+    name: 'AgentForbiddenError',
+    message: 'The API key is not allowed to use this agent.',
+  },
+  role_not_allowed: { status: 403, name: 'RoleNotAllowedError', message: 'This role may not be sent here.' },
+  not_found: { status: 404, name: 'NotFoundError', message: 'No such route.' },
+  agent_not_found: { status: 404, name: 'AgentNotFoundError', message: 'No such agent.' },
+  user_not_found: { status: 404, name: 'UserNotFoundError', message: 'No such user.' },
+  session_not_found: { status: 404, name: 'SessionNotFoundError', message: 'No such session.' },
+  conversation_not_found: {
+    status: 404,
+    name: 'ConversationNotFoundError',
+    message: 'No such conversation.',
+  },
+  message_not_found: { status: 404, name: 'MessageNotFoundError', message: 'No such message.' },
+  file_not_found: { status: 404, name: 'FileNotFoundError', message: 'No such file.' },
+  user_reference_conflict: {
+    status: 409,
+    name: 'UserReferenceConflictError',
+    message: 'A user with this reference already exists.',
+  },
+  session_closed: { status: 409, name: 'SessionClosedError', message: 'The session is closed.' },
+  session_expired: { status: 409, name: 'SessionExpiredError', message: 'The session has expired.' },
+  session_busy: {
+    status: 409,
+    name: 'SessionBusyError',
+    message: 'Too many messages are waiting for this session; retry shortly.',
+  },
+  session_message_limit_reached: {
+    status: 409,
+    name: 'SessionMessageLimitReachedError',
+    message: 'The session has reached its message limit.',
+  },
+  idempotency_key_reused: {
+    status: 409,
+    name: 'IdempotencyKeyReusedError',
+    message: 'This Idempotency-Key was used with a different request.',
+  },
+  payload_too_large: { status: 413, name: 'PayloadTooLargeError', message: 'The request body is too large.' },
+  file_too_large: { status: 413, name: 'FileTooLargeError', message: 'The file is too large.' },
+  unsupported_media_type: {
+    status: 415,
+    name: 'UnsupportedMediaTypeError',
+    message: 'This media type is not supported here.',
+  },
+  rate_limited: {
+    status: 429,
+    name: 'RateLimitExceededError',
+    message: 'Rate limit exceeded; retry after the time in Retry-After.',
+  },
+  internal_error: { status: 500, name: 'InternalServerError', message: 'Something went wrong on our side.' },
+  agent_unavailable: {
+    status: 502,
+    name: 'AgentUnavailableError',
+    message: 'The agent could not produce a reply.',
+  },
+  shard_moving: {
+    status: 503,
+    name: 'ShardMovingError',
+    message: 'The session is moving between processes; retry shortly.',
+  },
+  service_unavailable: {
+    status: 503,
+    name: 'ServiceUnavailableError',
+    message: 'The service is unavailable; retry shortly.',
+  },
+  agent_timeout: { status: 504, name: 'AgentTimeoutError', message: 'The agent did not reply in time.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export interface AppErrorOptions {
+  /** Error-specific structured context (ids, limits, hints), sent as `error.context`. */
+  context?: Record<string, unknown>;
+  /** Response headers that belong to this error (Retry-After, WWW-Authenticate). */
+  headers?: Record<string, string>;
+  cause?: unknown;
+}
+
+/** An error with a catalogue code; the error handler turns it into the envelope. */
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly statusCode: number;
+  readonly errorName: string;
+  readonly context: Record<string, unknown> | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message?: string, options: AppErrorOptions = {}) {
+    const spec = errorCatalogue[code];
+    super(message ?? spec.message, { cause: options.cause });
+    this.name = spec.name;
+    this.code = code;
+    this.statusCode = spec.status;
+    this.errorName = spec.name;
+    this.context = options.context;
+    this.headers = options.headers;
+  }
+}
+
+/** One entry of a 422 body: FastAPI's `{ loc, msg, type }`. */
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+/** A 422 answer; carries `detail` instead of the envelope. */
+export class ValidationError extends Error {
+  readonly statusCode = 422;
+  readonly detail: ValidationIssue[];
+
+  constructor(detail: ValidationIssue[]) {
+    super(detail.map((d) => `${d.loc.join('.')}: ${d.msg}`).join('; '));
+    this.name = 'ValidationError';
+    this.detail = detail;
+  }
+
+  static at(loc: (string | number)[], msg: string, type: string): ValidationError {
+    return new ValidationError([{ loc, msg, type }]);
+  }
+}

@@ -1,0 +1,114 @@
+// Every failure leaves as the SPEC's error envelope (or the 422 `detail` body), including the ones
+// Fastify and its plugins produce: unknown route, bad JSON, body too large, wrong content type.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, type ErrorCode, errorCatalogue, ValidationError } from '../errors.ts';
+
+/** Fastify and plugin error codes that have a catalogue code of their own. */
+const frameworkCodes: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_INVALID_MULTIPART_CONTENT_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_REQ_FILE_TOO_LARGE: 'file_too_large',
+  FST_ERR_NOT_FOUND: 'not_found',
+};
+
+/** Multipart count limits: the body is refused for its shape, not its bytes. */
+const partLimits: Record<string, string> = {
+  FST_FILES_LIMIT: 'Send one file per request.',
+  FST_PARTS_LIMIT: 'Too many parts in the multipart body.',
+  FST_FIELDS_LIMIT: 'Too many fields in the multipart body.',
+};
+
+const statusCodes: Record<number, ErrorCode> = {
+  404: 'not_found',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+};
+
+export function errorBody(request: FastifyRequest, error: AppError) {
+  return {
+    error: {
+      code: error.code,
+      name: error.errorName,
+      message: error.message,
+      ...(error.context ? { context: error.context } : {}),
+    },
+    request_id: request.id,
+    timestamp: new Date().toISOString(),
+  };
+}
+
+function isMultipart(request: FastifyRequest): boolean {
+  return (request.headers['content-type'] ?? '').toLowerCase().startsWith('multipart/');
+}
+
+/** Turns anything thrown into an AppError or a ValidationError; unknown errors become `internal_error`. */
+export function classify(error: FastifyError | Error, request: FastifyRequest): AppError | ValidationError {
+  if (error instanceof AppError || error instanceof ValidationError) return error;
+  const fastifyError = error as FastifyError;
+  const code = fastifyError.code ? frameworkCodes[fastifyError.code] : undefined;
+  if (fastifyError.code && partLimits[fastifyError.code]) {
+    return new AppError('payload_too_large', partLimits[fastifyError.code], { cause: error });
+  }
+  if (code) {
+    const context =
+      code === 'file_too_large' || code === 'payload_too_large' ? limitContext(request) : undefined;
+    return new AppError(code, undefined, { context, cause: error });
+  }
+  const status = fastifyError.statusCode;
+  if (status === undefined && isMultipart(request)) {
+    // busboy reports a malformed multipart body without a status.
+    return ValidationError.at(['body'], `Malformed multipart body: ${error.message}`, 'multipart_invalid');
+  }
+  if (status !== undefined && status >= 400 && status < 500) {
+    return new AppError(statusCodes[status] ?? 'bad_request', undefined, { cause: error });
+  }
+  return new AppError('internal_error', undefined, { cause: error });
+}
+
+function limitContext(request: FastifyRequest): Record<string, unknown> | undefined {
+  const limit = request.routeOptions.config.uploadLimitBytes ?? request.routeOptions.bodyLimit;
+  return limit === undefined ? undefined : { limit_bytes: limit };
+}
+
+export function sendError(reply: FastifyReply, error: AppError | ValidationError) {
+  if (error instanceof ValidationError) {
+    return reply.code(422).send({ detail: error.detail });
+  }
+  if (error.headers) reply.headers(error.headers);
+  return reply.code(error.statusCode).send(errorBody(reply.request, error));
+}
+
+export function registerErrorHandling(app: FastifyInstance) {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const classified = classify(error, request);
+    if (classified instanceof AppError && classified.statusCode >= 500) {
+      request.log.error({ err: error }, 'request failed');
+    }
+    return sendError(reply, classified);
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      reply,
+      new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`, {
+        context: { method: request.method },
+      }),
+    ),
+  );
+}
+
+/** For errors Fastify raises before routing (a malformed URL): no hooks ran, so set the request id here. */
+export function frameworkErrorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  reply.header('x-request-id', request.id);
+  const code: ErrorCode = error.statusCode === 404 ? 'not_found' : 'bad_request';
+  return sendError(reply, new AppError(code, `${errorCatalogue[code].message} ${error.message}`));
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Byte limit of this route's upload, reported in a 413's context. */
+    uploadLimitBytes?: number;
+  }
+}

@@ -1,0 +1,175 @@
+// The tenant's file pool (server-side family): upload, list with filters, read, download, delete.
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError, ValidationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { JsonObject, Store } from '../store/store.ts';
+import { tenantOf } from './api-key-auth.ts';
+import {
+  apiKeyErrors,
+  dateTimeQuery,
+  errorEnvelope,
+  metadataSchema,
+  pageOf,
+  pageQuery,
+  timestamp,
+} from './schemas.ts';
+import { checkUpload, filePart, requireMultipart, textPart } from './uploads.ts';
+import { toValidationIssues } from './validation.ts';
+
+export const fileSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    size: z.number().int(),
+    mime_type: z.string(),
+    created_at: timestamp,
+    metadata: z.record(z.string(), z.unknown()),
+    session_id: z.string().nullable().meta({ description: 'The conversation it was uploaded in, if any' }),
+  })
+  .meta({ id: 'File' });
+
+const fileParams = z.object({ file_id: z.string() });
+
+const uploadBody = z.strictObject({
+  file: filePart,
+  metadata: textPart.optional().meta({ description: 'A JSON object, stored as the file metadata' }),
+});
+
+/** The optional `metadata` part: a JSON object text, checked like any other metadata. */
+function parseMetadataPart(text: string | undefined): JsonObject {
+  if (text === undefined) return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw ValidationError.at(['body', 'metadata'], 'The metadata part must be a JSON object', 'json_invalid');
+  }
+  const parsed = metadataSchema.safeParse(value);
+  if (!parsed.success) {
+    const issues = toValidationIssues(parsed.error.issues, value, 'body');
+    throw new ValidationError(issues.map((i) => ({ ...i, loc: ['body', 'metadata', ...i.loc.slice(1)] })));
+  }
+  return parsed.data;
+}
+
+const notFound = (id: string) => new AppError('file_not_found', undefined, { context: { file_id: id } });
+
+export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes: number }> = async (
+  app,
+  { store, uploadLimitBytes },
+) => {
+  app.post(
+    '/v1/agents/files',
+    {
+      onRequest: requireMultipart,
+      config: { uploadLimitBytes },
+      schema: {
+        tags: ['files'],
+        summary: 'Upload a file to the tenant pool',
+        consumes: ['multipart/form-data'],
+        body: uploadBody,
+        response: { 201: fileSchema, 413: errorEnvelope, 415: errorEnvelope, ...apiKeyErrors },
+      },
+    },
+    async (request, reply) => {
+      const metadata = parseMetadataPart(request.body.metadata?.value);
+      const upload = await checkUpload(request.body.file);
+      const file = await store.createFile(
+        tenantOf(request),
+        { id: newId('file'), name: upload.name, mime_type: upload.mime_type, metadata, session_id: null },
+        upload.content,
+      );
+      return reply.code(201).send(file);
+    },
+  );
+
+  app.get(
+    '/v1/agents/files',
+    {
+      schema: {
+        tags: ['files'],
+        summary: 'List the tenant pool, newest first',
+        querystring: z.object({
+          name: z.string().max(200).optional().meta({ description: 'Case-insensitive prefix of the name' }),
+          mime_type: z.string().max(255).optional(),
+          created_after: dateTimeQuery.optional().meta({ description: 'Exclusive lower bound' }),
+          created_before: dateTimeQuery.optional().meta({ description: 'Exclusive upper bound' }),
+          ...pageQuery,
+        }),
+        response: { 200: pageOf(fileSchema), ...apiKeyErrors },
+      },
+    },
+    async (request) => {
+      const { limit, offset, ...filter } = request.query;
+      return store.listFiles(tenantOf(request), filter, { limit, offset });
+    },
+  );
+
+  app.get(
+    '/v1/agents/files/:file_id',
+    {
+      schema: {
+        tags: ['files'],
+        summary: 'Read a file record',
+        params: fileParams,
+        response: { 200: fileSchema, ...apiKeyErrors },
+      },
+    },
+    async (request) => {
+      const file = await store.getFile(tenantOf(request), request.params.file_id);
+      if (!file) throw notFound(request.params.file_id);
+      return file;
+    },
+  );
+
+  app.get(
+    '/v1/agents/files/:file_id/content',
+    {
+      schema: {
+        tags: ['files'],
+        summary: "Download a file's bytes, with its MIME type",
+        params: fileParams,
+        response: {
+          200: {
+            description: 'The bytes',
+            content: {
+              'application/octet-stream': {
+                schema: z.custom<Buffer>().meta({ type: 'string', format: 'binary' }),
+              },
+            },
+          },
+          ...apiKeyErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      const tenant = tenantOf(request);
+      const file = await store.getFile(tenant, request.params.file_id);
+      const content = file && (await store.readFileContent(tenant, file.id));
+      if (!file || !content) throw notFound(request.params.file_id);
+      return reply
+        .header('content-type', file.mime_type)
+        .header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`)
+        .header('x-content-type-options', 'nosniff')
+        .send(content);
+    },
+  );
+
+  app.delete(
+    '/v1/agents/files/:file_id',
+    {
+      schema: {
+        tags: ['files'],
+        summary: 'Delete a file from the tenant pool',
+        params: fileParams,
+        response: { 204: z.null().meta({ description: 'Deleted' }), ...apiKeyErrors },
+      },
+    },
+    async (request, reply) => {
+      const deleted = await store.deleteFile(tenantOf(request), request.params.file_id);
+      if (!deleted) throw notFound(request.params.file_id);
+      return reply.code(204).send(null);
+    },
+  );
+};

@@ -1,0 +1,59 @@
+// Unauthenticated operations endpoints: liveness, readiness (the store answers) and Prometheus metrics.
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../errors.ts';
+import type { Store } from '../store/store.ts';
+import { errorEnvelope } from './schemas.ts';
+
+export const operationsRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, { store }) => {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness',
+        response: { 200: z.object({ status: z.literal('ok') }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: the store answers',
+        response: { 200: z.object({ status: z.literal('ready') }), 503: errorEnvelope },
+      },
+    },
+    async () => {
+      try {
+        await store.ping();
+      } catch (err) {
+        throw new AppError('service_unavailable', 'The store does not answer.', {
+          headers: { 'retry-after': '1' },
+          cause: err,
+        });
+      }
+      return { status: 'ready' as const };
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Prometheus metrics',
+        response: {
+          200: { description: 'Prometheus text format', content: { 'text/plain': { schema: z.string() } } },
+        },
+      },
+    },
+    async (_request, reply) => {
+      const body = await app.metrics.metrics();
+      return reply.header('content-type', app.metrics.contentType).send(body);
+    },
+  );
+};

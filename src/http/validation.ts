@@ -1,0 +1,110 @@
+// Request validation with zod, answered in FastAPI's 422 shape: `{ detail: [{ loc, msg, type }] }`,
+// with `loc` starting at body, query, path or header, and snake_case `type`s a client can branch on.
+import type { FastifySchemaCompiler } from 'fastify';
+import type { ZodType, z } from 'zod';
+import { ValidationError, type ValidationIssue } from '../errors.ts';
+
+const locRoot: Record<string, string> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+type Issue = z.core.$ZodIssue;
+
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let current = data;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+function typeOf(issue: Issue, data: unknown, root: string): { type: string; msg?: string } {
+  switch (issue.code) {
+    case 'invalid_type': {
+      if (valueAt(data, issue.path) === undefined) return { type: 'missing', msg: 'Field required' };
+      const textual = root !== 'body';
+      switch (issue.expected) {
+        case 'int':
+        case 'number':
+          return textual
+            ? { type: 'int_parsing', msg: 'Input should be a valid integer' }
+            : { type: issue.expected === 'int' ? 'int_type' : 'float_type' };
+        case 'string':
+          return { type: 'string_type' };
+        case 'boolean':
+          return { type: 'bool_type' };
+        case 'object':
+        case 'record':
+          return { type: 'dict_type' };
+        case 'array':
+          return { type: 'list_type' };
+        default:
+          return { type: `${issue.expected}_type` };
+      }
+    }
+    case 'too_small':
+      if (issue.origin === 'string') return { type: 'string_too_short' };
+      if (issue.origin === 'array') return { type: 'too_short' };
+      return { type: issue.inclusive ? 'greater_than_equal' : 'greater_than' };
+    case 'too_big':
+      if (issue.origin === 'string') return { type: 'string_too_long' };
+      if (issue.origin === 'array') return { type: 'too_long' };
+      return { type: issue.inclusive ? 'less_than_equal' : 'less_than' };
+    case 'invalid_format':
+      if (issue.format === 'regex') return { type: 'string_pattern_mismatch' };
+      if (issue.format === 'datetime') return { type: 'datetime_parsing' };
+      return { type: 'value_error' };
+    case 'invalid_value':
+      return { type: 'enum' };
+    case 'custom': {
+      if (valueAt(data, issue.path) === undefined) return { type: 'missing', msg: 'Field required' };
+      const type = issue.params?.type;
+      return { type: typeof type === 'string' ? type : 'value_error' };
+    }
+    default:
+      return { type: 'value_error' };
+  }
+}
+
+/** Maps zod issues for one part of the request (`body`, `querystring`, …) to 422 detail entries. */
+export function toValidationIssues(
+  issues: readonly Issue[],
+  data: unknown,
+  httpPart: string,
+): ValidationIssue[] {
+  const root = locRoot[httpPart] ?? httpPart;
+  const detail: ValidationIssue[] = [];
+  for (const issue of issues) {
+    const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        detail.push({
+          loc: [root, ...path, key],
+          msg: 'Extra inputs are not permitted',
+          type: 'extra_forbidden',
+        });
+      }
+      continue;
+    }
+    const { type, msg } = typeOf(issue, data, root);
+    detail.push({ loc: [root, ...path], msg: msg ?? issue.message, type });
+  }
+  return detail;
+}
+
+/**
+ * Fastify validator compiler for zod schemas. An absent body counts as an empty object, so that
+ * `POST …/terminate` with no body and `{}` mean the same.
+ */
+export const validatorCompiler: FastifySchemaCompiler<ZodType> =
+  ({ schema, httpPart }) =>
+  (data) => {
+    const input = httpPart === 'body' && (data === null || data === undefined) ? {} : data;
+    const result = schema.safeParse(input);
+    if (result.success) return { value: result.data };
+    return { error: new ValidationError(toValidationIssues(result.error.issues, input, httpPart ?? 'body')) };
+  };
