@@ -1,0 +1,64 @@
+// Configuration: defaults, parsing, and one clear line naming the variable when a value is bad.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('loadConfig', () => {
+  it('applies the documented defaults to an empty environment', () => {
+    const config = loadConfig({});
+    assert.equal(config.port, 3000);
+    assert.equal(config.host, '127.0.0.1');
+    assert.equal(config.dataDir, './data');
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.redisUrl, undefined);
+    assert.equal(config.tokenTtlSeconds, 900);
+    assert.deepEqual(config.rateLimit, { perApiKey: 1200, perSessionToken: 120 });
+    assert.deepEqual(config.limits, { bodyBytes: 1024 * 1024, uploadBytes: 20 * 1024 * 1024 });
+    assert.deepEqual(config.corsOrigins, []);
+    assert.equal(config.logLevel, 'info');
+  });
+
+  it('parses numbers and lists and treats blank values as unset', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      PARLEY_CORS_ORIGINS: 'https://a.example, https://b.example,',
+      PARLEY_RATE_LIMIT_KEY: '50',
+      DATABASE_URL: '  ',
+      PARLEY_TOKEN_SECRET: '',
+    });
+    assert.equal(config.port, 8080);
+    assert.deepEqual(config.corsOrigins, ['https://a.example', 'https://b.example']);
+    assert.equal(config.rateLimit.perApiKey, 50);
+    assert.equal(config.databaseUrl, undefined);
+    assert.equal(config.tokenSecret, undefined);
+  });
+
+  it('is frozen all the way down', () => {
+    const config = loadConfig({});
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.limits));
+    assert.throws(() => {
+      (config.limits as { bodyBytes: number }).bodyBytes = 1;
+    }, TypeError);
+  });
+
+  it('refuses a bad value with one line that names the variable', () => {
+    const cases: Record<string, string> = {
+      PORT: 'eighty',
+      PARLEY_TOKEN_SECRET: 'too-short',
+      DATABASE_URL: 'mysql://db/x',
+      REDIS_URL: 'http://redis',
+      LOG_LEVEL: 'loud',
+      PARLEY_BOOTSTRAP_API_KEY: 'short',
+      PARLEY_MAX_UPLOAD_BYTES: '0',
+    };
+    for (const [name, value] of Object.entries(cases)) {
+      assert.throws(
+        () => loadConfig({ [name]: value }),
+        (err: unknown) =>
+          err instanceof ConfigError && err.message.includes(name) && !err.message.includes('\n'),
+        name,
+      );
+    }
+  });
+});
