@@ -42,7 +42,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   }
   const store = deps.store ?? openStore(config);
   await store.migrate();
-  if (config.bootstrapApiKey) await ensureBootstrapKey(store, config.bootstrapApiKey);
+  const bootstrapKey = config.bootstrapApiKey
+    ? await ensureBootstrapKey(store, config.bootstrapApiKey)
+    : null;
 
   const app = Fastify({
     logger: { level: config.logLevel },
@@ -84,10 +86,13 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   await app.register(apiFamily, { store, config });
 
   app.addHook('onReady', async () => {
+    if (bootstrapKey?.revoked_at) {
+      app.log.warn(`PARLEY_BOOTSTRAP_API_KEY is the revoked key ${bootstrapKey.id}; it stays revoked.`);
+    }
     if ((await store.countActiveApiKeys()) === 0) {
       app.log.warn(
-        'No API key exists yet. Create one with: npm run parley -- keys create --tenant default --agents "*" ' +
-          '(or start with PARLEY_BOOTSTRAP_API_KEY set).',
+        'No API key exists yet. Create one with: npm run parley -- tenants create default && ' +
+          'npm run parley -- keys create --tenant default --agents "*" (or start with PARLEY_BOOTSTRAP_API_KEY set).',
       );
     }
   });

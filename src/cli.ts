@@ -5,6 +5,7 @@ import { openStore } from './app.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from './auth/api-keys.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { newId } from './ids.ts';
+import { isMainModule } from './main-module.ts';
 import type { Store } from './store/store.ts';
 
 const usage = `Usage: parley <command>
@@ -143,7 +144,7 @@ function parse(argv: string[]) {
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (isMainModule(import.meta.url)) {
   const code = await main(process.argv.slice(2));
   if (code !== 0 || process.argv[2] !== 'serve') process.exitCode = code;
 }

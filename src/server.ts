@@ -2,6 +2,7 @@
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
+import { isMainModule } from './main-module.ts';
 
 export async function serve(): Promise<void> {
   let app: Awaited<ReturnType<typeof buildApp>>;
@@ -22,4 +23,4 @@ export async function serve(): Promise<void> {
   });
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await serve();
+if (isMainModule(import.meta.url)) await serve();

@@ -1,7 +1,7 @@
 // API keys: `pk_` + 32 random bytes in base62. Only their SHA-256 is stored; the key is shown once.
 import { createHash, randomBytes } from 'node:crypto';
 import { newId } from '../ids.ts';
-import type { Store } from '../store/store.ts';
+import type { ApiKeyRecord, Store } from '../store/store.ts';
 
 const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 
@@ -32,14 +32,16 @@ export function scopeAllows(scope: AgentScope, agentId: string): boolean {
 }
 
 /**
- * For development and containers: makes `key` a valid key of tenant `default` (every agent),
- * creating the tenant when absent. Does nothing when the key already exists.
+ * For development and containers: makes `key` a key of tenant `default` (every agent), creating the
+ * tenant when absent. A key that exists already, even revoked, is left as it is: revocation must
+ * survive a restart with the same environment. Returns the key record.
  */
-export async function ensureBootstrapKey(store: Store, key: string): Promise<void> {
+export async function ensureBootstrapKey(store: Store, key: string): Promise<ApiKeyRecord> {
   const hash = hashApiKey(key);
-  if (await store.findApiKeyByHash(hash)) return;
+  const existing = await store.findApiKeyByHash(hash, { includeRevoked: true });
+  if (existing) return existing;
   if (!(await store.getTenant('default'))) await store.createTenant('default', 'Default tenant');
-  await store.createApiKey({
+  return store.createApiKey({
     id: newId('key'),
     tenant_id: 'default',
     hash,

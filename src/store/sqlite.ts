@@ -167,10 +167,14 @@ export class SqliteStore implements Store {
     };
   }
 
-  async findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null> {
-    const row = this.#q('SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL').get(hash) as
-      | Row
-      | undefined;
+  async findApiKeyByHash(
+    hash: string,
+    options: { includeRevoked?: boolean } = {},
+  ): Promise<ApiKeyRecord | null> {
+    const sql = options.includeRevoked
+      ? 'SELECT * FROM api_keys WHERE hash = ?'
+      : 'SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL';
+    const row = this.#q(sql).get(hash) as Row | undefined;
     return row ? toApiKey(row) : null;
   }
 

@@ -106,8 +106,8 @@ export interface Store {
   listTenants(): Promise<Tenant[]>;
 
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord>;
-  /** The active (not revoked) key with this hash. */
-  findApiKeyByHash(hash: string): Promise<ApiKeyRecord | null>;
+  /** The key with this hash: only an active one unless `includeRevoked`. */
+  findApiKeyByHash(hash: string, options?: { includeRevoked?: boolean }): Promise<ApiKeyRecord | null>;
   listApiKeys(tenantId?: string): Promise<ApiKeyRecord[]>;
   /** True when the key existed and was active. */
   revokeApiKey(id: string): Promise<boolean>;

@@ -1,0 +1,326 @@
+// Real child processes for end-to-end tests: the CLI and the service started as `node --import tsx …`,
+// spoken to over loopback HTTP, with every child tracked so that a failing test cannot leak one.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { cp, mkdir, rm, symlink } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { makeTempDir } from './app.ts';
+
+export const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
+export const cliEntry = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
+export const serverEntry = fileURLToPath(new URL('../../src/server.ts', import.meta.url));
+export const binEntry = fileURLToPath(new URL('../../bin/parley.js', import.meta.url));
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface RunResult extends Exit {
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  /** Variables added to the clean environment (see cleanEnv). */
+  env?: Record<string, string>;
+  cwd?: string;
+  /** The child is killed, and the run fails, after this long. */
+  timeoutMs?: number;
+  /** Node flags before the script; defaults to loading tsx. */
+  nodeArgs?: string[];
+}
+
+const live = new Set<ChildProcess>();
+
+// Variables the service reads, plus the test runner's own marker: a developer's shell (or CI) must not
+// leak a DATABASE_URL or LOG_LEVEL into a child that a test expects to start from a known state.
+const inheritedButIgnored =
+  /^(PORT|HOST|DATABASE_URL|REDIS_URL|PARLEY_.*|OPENAI_.*|LOG_LEVEL|NODE_TEST_CONTEXT)$/;
+
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !inheritedButIgnored.test(name)) env[name] = value;
+  }
+  return { ...env, ...extra };
+}
+
+/** A fresh temporary directory that is removed when the test (or suite) `t` ends. */
+export async function tempDir(t: Pick<TestContext, 'after'>, prefix?: string): Promise<string> {
+  const dir = await makeTempDir(prefix);
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A TCP port that was free a moment ago (listen on 0, read it, close). */
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      if (address === null || typeof address === 'string') {
+        server.close();
+        reject(new Error('no port assigned'));
+        return;
+      }
+      server.close(() => resolve(address.port));
+    });
+  });
+}
+
+function track(child: ChildProcess): Promise<Exit> {
+  live.add(child);
+  return new Promise((resolve, reject) => {
+    child.once('error', (err) => {
+      live.delete(child);
+      reject(err);
+    });
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+    });
+  });
+}
+
+/** Runs `node --import tsx <script> <args>` (or other `nodeArgs`) to completion. */
+export async function runNode(script: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? ['--import', 'tsx']), script, ...args], {
+    cwd: options.cwd ?? projectRoot,
+    env: cleanEnv(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = track(child);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stderr}`));
+    }, timeoutMs);
+  });
+  try {
+    const exit = await Promise.race([exited, timedOut]);
+    // 'exit' can come before the pipes are drained; 'close' cannot.
+    if (child.stdout && !child.stdout.readableEnded) await new Promise((r) => child.stdout?.once('end', r));
+    if (child.stderr && !child.stderr.readableEnded) await new Promise((r) => child.stderr?.once('end', r));
+    return { ...exit, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs the `parley` CLI from the sources against `dataDir`, with logging silenced. */
+export function runCli(
+  dataDir: string,
+  args: string[],
+  options: RunOptions & { script?: string } = {},
+): Promise<RunResult> {
+  return runNode(options.script ?? cliEntry, args, {
+    ...options,
+    env: { PARLEY_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...options.env },
+  });
+}
+
+export interface ServiceProcess {
+  readonly child: ChildProcess;
+  readonly port: number;
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly dataDir: string;
+  /** Resolves when the process has exited, however that happened. */
+  readonly exited: Promise<Exit>;
+  stdout(): string;
+  stderr(): string;
+  /** stdout parsed as pino JSON lines (lines that are not JSON are skipped). */
+  logs(): Array<Record<string, unknown>>;
+  /** Sends `signal` and waits for the exit; SIGKILLs and throws when that takes longer than `timeoutMs`. */
+  stop(signal?: NodeJS.Signals, timeoutMs?: number): Promise<Exit>;
+  /** SIGKILL unless already gone; for cleanup hooks. */
+  kill(): Promise<void>;
+}
+
+export interface StartOptions {
+  dataDir: string;
+  env?: Record<string, string>;
+  port?: number;
+  /** Defaults to src/server.ts; pass cliEntry with args ['serve'] to start through the CLI. */
+  script?: string;
+  args?: string[];
+  cwd?: string;
+  /** How long to wait for GET /healthz to answer. */
+  readyTimeoutMs?: number;
+}
+
+/** Spawns the service on loopback without waiting for it (see startService for the usual case). */
+export async function spawnService(options: StartOptions): Promise<ServiceProcess> {
+  const port = options.port ?? (await freePort());
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', options.script ?? serverEntry, ...(options.args ?? [])],
+    {
+      cwd: options.cwd ?? projectRoot,
+      env: cleanEnv({
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        PARLEY_DATA_DIR: options.dataDir,
+        ...options.env,
+      }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = track(child);
+  let exit: Exit | undefined;
+  exited.then(
+    (e) => {
+      exit = e;
+    },
+    () => {},
+  );
+
+  const service: ServiceProcess = {
+    child,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    dataDir: options.dataDir,
+    exited,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    logs: () => parseJsonLines(stdout),
+    async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
+      if (exit) return exit;
+      child.kill(signal);
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), timeoutMs);
+      });
+      const result = await Promise.race([exited, late]);
+      clearTimeout(timer);
+      if (result === 'late') {
+        child.kill('SIGKILL');
+        await exited;
+        throw new Error(`the service did not exit within ${timeoutMs} ms of ${signal}`);
+      }
+      return result;
+    },
+    async kill() {
+      if (exit) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  return service;
+}
+
+/** Spawns the service and waits until GET /healthz answers 200; fails with its output if it exits first. */
+export async function startService(options: StartOptions): Promise<ServiceProcess> {
+  const service = await spawnService(options);
+  try {
+    await waitForHealth(service, options.readyTimeoutMs ?? 20_000);
+  } catch (err) {
+    await service.kill();
+    throw err;
+  }
+  return service;
+}
+
+export async function waitForHealth(service: ServiceProcess, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let gone: Exit | undefined;
+  service.exited.then(
+    (e) => {
+      gone = e;
+    },
+    () => {},
+  );
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (gone) {
+      throw new Error(
+        `the service exited (code ${gone.code}, signal ${gone.signal}) before answering /healthz\n` +
+          `stderr: ${service.stderr()}\nstdout: ${service.stdout()}`,
+      );
+    }
+    try {
+      const response = await fetch(`${service.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
+      await response.arrayBuffer();
+      if (response.status === 200) return;
+      lastError = new Error(`GET /healthz answered ${response.status}`);
+    } catch (err) {
+      lastError = err;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(
+    `the service did not answer /healthz within ${timeoutMs} ms (${String(lastError)})\n` +
+      `stderr: ${service.stderr()}\nstdout: ${service.stdout()}`,
+  );
+}
+
+/** SIGKILLs every child these helpers started that is still running; a safety net for `after` hooks. */
+export async function killLeftoverChildren(): Promise<void> {
+  await Promise.all(
+    [...live].map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          child.once('exit', () => resolve());
+          child.kill('SIGKILL');
+        }),
+    ),
+  );
+}
+
+export function parseJsonLines(text: string): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      const value: unknown = JSON.parse(line);
+      if (value && typeof value === 'object' && !Array.isArray(value))
+        out.push(value as Record<string, unknown>);
+    } catch {
+      // Not a log record (a stack trace, say): the caller can still read stdout() as text.
+    }
+  }
+  return out;
+}
+
+/** Non-empty lines of a child's output. */
+export function lines(text: string): string[] {
+  return text.split('\n').filter((line) => line.trim() !== '');
+}
+
+/**
+ * A copy of the sources (src/, bin/, package.json; node_modules linked) under a directory whose path
+ * contains a space, removed when `t` ends: for checking that nothing depends on where it is installed.
+ */
+export async function projectCopyWithSpace(t: Pick<TestContext, 'after'>): Promise<string> {
+  const root = join(await tempDir(t, 'parley copy-'), 'my parley');
+  await mkdir(root);
+  for (const entry of ['src', 'bin', 'package.json', 'tsconfig.json']) {
+    await cp(join(projectRoot, entry), join(root, entry), { recursive: true });
+  }
+  await symlink(join(projectRoot, 'node_modules'), join(root, 'node_modules'), 'dir');
+  return root;
+}
