@@ -51,10 +51,8 @@ export const metadataSchema = jsonObject(8 * KiB);
 /** An ISO 8601 instant as the service writes it. */
 export const timestamp = z.string().meta({ format: 'date-time' });
 
-/** An ISO 8601 date-time with offset in a query; normalised to UTC with milliseconds for comparison. */
-export const dateTimeQuery = z.iso
-  .datetime({ offset: true })
-  .transform((value) => new Date(value).toISOString());
+/** An ISO 8601 date-time with or without an offset, in a query (the store compares it as an instant). */
+export const dateTimeQuery = z.iso.datetime({ offset: true });
 
 export const pageQuery = {
   limit: z.coerce.number().int().min(1).max(100).default(20),

@@ -70,6 +70,23 @@ function isReferenceConflict(err: unknown): boolean {
   );
 }
 
+/**
+ * Switching a new file to WAL needs the write lock while holding a read lock, which SQLite refuses at
+ * once instead of waiting out busy_timeout; so retry, briefly and synchronously (this runs at open only).
+ */
+function whileBusy<T>(fn: () => T, timeoutMs: number): T {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return fn();
+    } catch (err) {
+      const busy = err instanceof Database.SqliteError && err.code.startsWith('SQLITE_BUSY');
+      if (!busy || Date.now() > deadline) throw err;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+}
+
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
   readonly #db: Database.Database;
@@ -78,11 +95,11 @@ export class SqliteStore implements Store {
   constructor(file: string, migrations: readonly Migration[] = sqliteMigrations) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     this.#db = new Database(file);
-    this.#db.pragma('journal_mode = WAL');
+    this.#db.pragma('busy_timeout = 5000');
+    whileBusy(() => this.#db.pragma('journal_mode = WAL'), 5000);
     // FULL: a commit is on disk before we acknowledge it, even across a power loss.
     this.#db.pragma('synchronous = FULL');
     this.#db.pragma('foreign_keys = ON');
-    this.#db.pragma('busy_timeout = 5000');
     this.#migrations = migrations;
   }
 
@@ -343,11 +360,11 @@ export class SqliteStore implements Store {
     }
     if (filter.created_after !== undefined) {
       where.push('created_at > @created_after');
-      params.created_after = filter.created_after;
+      params.created_after = new Date(filter.created_after).toISOString();
     }
     if (filter.created_before !== undefined) {
       where.push('created_at < @created_before');
-      params.created_before = filter.created_before;
+      params.created_before = new Date(filter.created_before).toISOString();
     }
     const rows = this.#q(
       `SELECT * FROM files WHERE ${where.join(' AND ')}
