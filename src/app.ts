@@ -49,6 +49,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const app = Fastify({
     logger: { level: config.logLevel },
     bodyLimit: config.limits.bodyBytes,
+    // Ids in paths longer than Fastify's default of 100 are unknown ids (404), not unreadable requests.
+    routerOptions: { maxParamLength: 1000 },
     requestIdHeader: false,
     // A caller's own X-Request-Id is kept when it is tame, so ids line up across systems.
     genReqId: (request) => {

@@ -1,6 +1,5 @@
 // The server-side family (`/v1/agents/…`): every route in this scope is authenticated by X-API-Key and
 // rate-limited per key. Session tokens are never accepted here.
-import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/store.ts';
@@ -19,10 +18,6 @@ export async function apiFamily(scope: FastifyInstance, { store, config }: ApiFa
   await registerRateLimit(scope, {
     perMinute: config.rateLimit.perApiKey,
     key: (request) => `key:${request.apiKey?.id ?? request.ip}`,
-  });
-  await scope.register(multipart, {
-    attachFieldsToBody: true,
-    limits: { fileSize: config.limits.uploadBytes, files: 1, fields: 4, parts: 5, fieldSize: 16 * 1024 },
   });
   await scope.register(usersRoutes, { store });
   await scope.register(filesRoutes, { store, uploadLimitBytes: config.limits.uploadBytes });

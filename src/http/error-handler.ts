@@ -19,6 +19,12 @@ const partLimits: Record<string, string> = {
   FST_FIELDS_LIMIT: 'Too many fields in the multipart body.',
 };
 
+/** Multipart parts the plugin refuses for their content: the body is malformed, a 422. */
+const malformedParts: Record<string, string> = {
+  FST_INVALID_JSON_FIELD_ERROR: 'A part declared application/json does not parse as JSON.',
+  FST_PROTO_VIOLATION: 'A part may not be named after an Object.prototype property.',
+};
+
 const statusCodes: Record<number, ErrorCode> = {
   404: 'not_found',
   413: 'payload_too_large',
@@ -48,6 +54,9 @@ export function classify(error: FastifyError | Error, request: FastifyRequest): 
   if (error instanceof AppError || error instanceof ValidationError) return error;
   const fastifyError = error as FastifyError;
   const code = fastifyError.code ? frameworkCodes[fastifyError.code] : undefined;
+  if (fastifyError.code && malformedParts[fastifyError.code]) {
+    return ValidationError.at(['body'], malformedParts[fastifyError.code], 'multipart_invalid');
+  }
   if (fastifyError.code && partLimits[fastifyError.code]) {
     return new AppError('payload_too_large', partLimits[fastifyError.code], { cause: error });
   }

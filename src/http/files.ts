@@ -1,4 +1,5 @@
 // The tenant's file pool (server-side family): upload, list with filters, read, download, delete.
+import type { MultipartValue } from '@fastify/multipart';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError, ValidationError } from '../errors.ts';
@@ -14,7 +15,7 @@ import {
   pageQuery,
   timestamp,
 } from './schemas.ts';
-import { checkUpload, filePart, requireMultipart, textPart } from './uploads.ts';
+import { checkUpload, fieldPart, filePart, registerUploads, requireMultipart } from './uploads.ts';
 import { toValidationIssues } from './validation.ts';
 
 export const fileSchema = z
@@ -33,17 +34,26 @@ const fileParams = z.object({ file_id: z.string() });
 
 const uploadBody = z.strictObject({
   file: filePart,
-  metadata: textPart.optional().meta({ description: 'A JSON object, stored as the file metadata' }),
+  metadata: fieldPart.optional().meta({ description: 'A JSON object, stored as the file metadata' }),
 });
 
-/** The optional `metadata` part: a JSON object text, checked like any other metadata. */
-function parseMetadataPart(text: string | undefined): JsonObject {
-  if (text === undefined) return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw ValidationError.at(['body', 'metadata'], 'The metadata part must be a JSON object', 'json_invalid');
+/** The optional `metadata` part: a JSON object (as text, or parsed when declared JSON), checked like any metadata. */
+function parseMetadataPart(part: MultipartValue<unknown> | undefined): JsonObject {
+  if (part === undefined) return {};
+  if (part.valueTruncated) {
+    throw ValidationError.at(['body', 'metadata'], 'The metadata part is too large', 'too_large');
+  }
+  let value = part.value;
+  if (typeof value === 'string') {
+    try {
+      value = JSON.parse(value);
+    } catch {
+      throw ValidationError.at(
+        ['body', 'metadata'],
+        'The metadata part must be a JSON object',
+        'json_invalid',
+      );
+    }
   }
   const parsed = metadataSchema.safeParse(value);
   if (!parsed.success) {
@@ -59,6 +69,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
   app,
   { store, uploadLimitBytes },
 ) => {
+  await registerUploads(app, uploadLimitBytes);
   app.post(
     '/v1/agents/files',
     {
@@ -73,7 +84,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
       },
     },
     async (request, reply) => {
-      const metadata = parseMetadataPart(request.body.metadata?.value);
+      const metadata = parseMetadataPart(request.body.metadata);
       const upload = await checkUpload(request.body.file);
       const file = await store.createFile(
         tenantOf(request),

@@ -48,6 +48,17 @@ export function jsonObject(maxBytes: number) {
 
 export const metadataSchema = jsonObject(8 * KiB);
 
+/**
+ * A string that is well-formed Unicode. A lone surrogate cannot be stored as UTF-8: it would read
+ * back as U+FFFD, so the write would answer something other than what is stored. Refused as 422.
+ */
+export function text() {
+  return z.string().refine((s) => !/\p{Cs}/u.test(s), {
+    message: 'Input should be well-formed Unicode (no lone surrogates)',
+    params: { type: 'string_unicode' },
+  });
+}
+
 /** An ISO 8601 instant as the service writes it. */
 export const timestamp = z.string().meta({ format: 'date-time' });
 

@@ -1,21 +1,33 @@
 // Multipart uploads shared by the API-key file pool and (later) conversation uploads: the body schema,
 // the 415 for non-multipart requests, and turning the `file` part into a checked name, type and bytes.
-import type { MultipartFile, MultipartValue } from '@fastify/multipart';
-import type { FastifyRequest } from 'fastify';
+import multipart, { type MultipartFile, type MultipartValue } from '@fastify/multipart';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, ValidationError } from '../errors.ts';
 import { sniffFileType } from '../files/sniff.ts';
 
+/**
+ * Lets the routes of `scope` (an upload route's own plugin) take multipart bodies, buffered up to
+ * `uploadBytes` per file and one file per request. Registered nowhere else, so JSON routes answer 415.
+ */
+export async function registerUploads(scope: FastifyInstance, uploadBytes: number) {
+  await scope.register(multipart, {
+    attachFieldsToBody: true,
+    limits: { fileSize: uploadBytes, files: 1, fields: 4, parts: 5, fieldSize: 64 * 1024 },
+  });
+}
+
 const isFilePart = (v: unknown): v is MultipartFile =>
   typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'file';
-const isFieldPart = (v: unknown): v is MultipartValue<string> =>
+const isFieldPart = (v: unknown): v is MultipartValue<unknown> =>
   typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'field';
 
 export const filePart = z
   .custom<MultipartFile>(isFilePart, 'Expected a file part')
   .meta({ type: 'string', format: 'binary', description: 'The file (one per request)' });
 
-export const textPart = z.custom<MultipartValue<string>>(isFieldPart, 'Expected a text field');
+/** A non-file part; its value is text, or already parsed when the part declared application/json. */
+export const fieldPart = z.custom<MultipartValue<unknown>>(isFieldPart, 'Expected a field, not a file');
 
 /** onRequest guard: upload routes take multipart/form-data only (checked before the body is read). */
 export async function requireMultipart(request: FastifyRequest) {
@@ -32,12 +44,25 @@ export async function requireMultipart(request: FastifyRequest) {
   }
 }
 
-/** The file name without any client path, control characters or excess length. */
-function cleanName(filename: string): string {
+const MAX_NAME = 255;
+
+/**
+ * The file name without any client path, control characters or lone surrogates, at most 255 UTF-16
+ * units, cut between characters and keeping a short extension.
+ */
+export function cleanName(filename: string): string {
   const base = filename.split(/[\\/]/).pop() ?? '';
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, '').trim();
-  return clean.slice(0, 255) || 'upload';
+  const clean = base
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+    .replace(/[\u0000-\u001f\u007f]/g, '')
+    .replace(/\p{Cs}/gu, '\uFFFD')
+    .trim();
+  if (clean.length <= MAX_NAME) return clean || 'upload';
+  const dot = clean.lastIndexOf('.');
+  const extension = dot > 0 && clean.length - dot <= 16 ? clean.slice(dot) : '';
+  let stem = clean.slice(0, MAX_NAME - extension.length);
+  if (/[\uD800-\uDBFF]$/.test(stem)) stem = stem.slice(0, -1);
+  return stem + extension;
 }
 
 export interface CheckedUpload {

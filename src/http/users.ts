@@ -14,6 +14,7 @@ import {
   metadataSchema,
   pageOf,
   pageQuery,
+  text,
   timestamp,
 } from './schemas.ts';
 
@@ -25,9 +26,9 @@ export const userReference = z
 
 const userFields = z.strictObject({
   reference: userReference.nullable().optional(),
-  name: z.string().min(1).max(200).nullable().optional(),
+  name: text().min(1).max(200).nullable().optional(),
   email: z.email().max(254).nullable().optional(),
-  phone: z.string().min(1).max(32).nullable().optional(),
+  phone: text().min(1).max(32).nullable().optional(),
   metadata: metadataSchema.nullable().optional(),
   info: jsonObject(8 * KiB)
     .nullable()

@@ -128,6 +128,42 @@ describe('POST /v1/agents/files', () => {
     }
   });
 
+  it('takes a metadata part declared application/json as well as plain text', async () => {
+    const form = new FormData();
+    form.append('file', new Blob(['hello'], { type: 'text/plain' }), 'a.txt');
+    form.append('metadata', new Blob(['{"typed":true}'], { type: 'application/json' }));
+    // A Blob part is sent with a filename; re-encode it as a field with a JSON content type.
+    const { payload, contentType } = await encodeForm(form);
+    const boundary = contentType.split('boundary=')[1] ?? '';
+    const asField = payload.toString('latin1').replace(/name="metadata"; filename="blob"/, 'name="metadata"');
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/agents/files',
+      headers: { 'x-api-key': t.apiKey, 'content-type': `multipart/form-data; boundary=${boundary}` },
+      payload: Buffer.from(asField, 'latin1'),
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    assert.deepEqual(res.json().metadata, { typed: true });
+  });
+
+  it('refuses a metadata part cut off at the part size limit instead of storing a prefix of it', async () => {
+    const res = await upload(fileForm('hello', 'a.txt', 'text/plain', `{}${' '.repeat(70_000)}x`));
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json().detail[0].loc, ['body', 'metadata']);
+    assert.equal(res.json().detail[0].type, 'too_large');
+  });
+
+  it('cuts a long file name to 255 units between characters, keeping its extension', async () => {
+    const file = await uploaded(fileForm('hello', `ab${'😀'.repeat(200)}.txt`, 'text/plain'));
+    assert.ok(file.name.length <= 255);
+    assert.ok(file.name.endsWith('😀.txt'), file.name.slice(-10));
+    const read = await t.app.inject({
+      url: `/v1/agents/files/${file.id}`,
+      headers: { 'x-api-key': t.apiKey },
+    });
+    assert.equal(read.json().name, file.name);
+  });
+
   it('answers 422 for an unknown part and for a malformed multipart body', async () => {
     const form = fileForm('hello', 'a.txt', 'text/plain');
     form.append('colour', 'blue');

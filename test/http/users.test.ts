@@ -129,6 +129,33 @@ describe('POST /v1/agents/users', () => {
     }
   });
 
+  it('refuses a name or phone holding a lone surrogate, which could not be stored as it was sent', async () => {
+    for (const field of ['name', 'phone']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/v1/agents/users',
+        headers: { ...headers(), 'content-type': 'application/json' },
+        payload: `{"${field}":"a\\udc00b"}`,
+      });
+      assert.equal(res.statusCode, 422, field);
+      assert.deepEqual(res.json().detail[0].loc, ['body', field]);
+      assert.equal(res.json().detail[0].type, 'string_unicode');
+    }
+    const emoji = await createUser({ name: 'Zoë 👩‍👩‍👧' });
+    assert.equal(emoji.name, 'Zoë 👩‍👩‍👧');
+  });
+
+  it('answers a multipart body with 415, since only upload routes take multipart', async () => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/agents/users',
+      headers: { ...headers(), 'content-type': 'multipart/form-data; boundary=abc' },
+      payload: '--abc\r\nContent-Disposition: form-data; name="name"\r\n\r\nAda\r\n--abc--\r\n',
+    });
+    assert.equal(res.statusCode, 415);
+    assert.equal(res.json().error.code, 'unsupported_media_type');
+  });
+
   it('accepts metadata nested exactly 32 levels deep', async () => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 31; i++) deep = { d: deep };
