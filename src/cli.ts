@@ -99,7 +99,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     parsed = parse(argv);
   } catch (err) {
-    process.stderr.write(`${(err as Error).message}\n\n${usage}`);
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n\n${usage}`);
     return 2;
   }
   if (parsed.values.help) {

@@ -50,22 +50,21 @@ function isMultipart(request: FastifyRequest): boolean {
 }
 
 /** Turns anything thrown into an AppError or a ValidationError; unknown errors become `internal_error`. */
-export function classify(error: FastifyError | Error, request: FastifyRequest): AppError | ValidationError {
+export function classify(error: FastifyError, request: FastifyRequest): AppError | ValidationError {
   if (error instanceof AppError || error instanceof ValidationError) return error;
-  const fastifyError = error as FastifyError;
-  const code = fastifyError.code ? frameworkCodes[fastifyError.code] : undefined;
-  if (fastifyError.code && malformedParts[fastifyError.code]) {
-    return ValidationError.at(['body'], malformedParts[fastifyError.code], 'multipart_invalid');
+  const code = error.code ? frameworkCodes[error.code] : undefined;
+  if (error.code && malformedParts[error.code]) {
+    return ValidationError.at(['body'], malformedParts[error.code], 'multipart_invalid');
   }
-  if (fastifyError.code && partLimits[fastifyError.code]) {
-    return new AppError('payload_too_large', partLimits[fastifyError.code], { cause: error });
+  if (error.code && partLimits[error.code]) {
+    return new AppError('payload_too_large', partLimits[error.code], { cause: error });
   }
   if (code) {
     const context =
       code === 'file_too_large' || code === 'payload_too_large' ? limitContext(request) : undefined;
     return new AppError(code, undefined, { context, cause: error });
   }
-  const status = fastifyError.statusCode;
+  const status = error.statusCode;
   if (status === undefined && isMultipart(request)) {
     // busboy reports a malformed multipart body without a status.
     return ValidationError.at(['body'], `Malformed multipart body: ${error.message}`, 'multipart_invalid');

@@ -17,10 +17,10 @@ export async function registerUploads(scope: FastifyInstance, uploadBytes: numbe
   });
 }
 
-const isFilePart = (v: unknown): v is MultipartFile =>
-  typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'file';
-const isFieldPart = (v: unknown): v is MultipartValue<unknown> =>
-  typeof v === 'object' && v !== null && (v as { type?: unknown }).type === 'field';
+const partOfType = (v: unknown, type: 'file' | 'field') =>
+  typeof v === 'object' && v !== null && 'type' in v && v.type === type;
+const isFilePart = (v: unknown): v is MultipartFile => partOfType(v, 'file');
+const isFieldPart = (v: unknown): v is MultipartValue<unknown> => partOfType(v, 'field');
 
 export const filePart = z
   .custom<MultipartFile>(isFilePart, 'Expected a file part')

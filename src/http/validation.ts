@@ -17,7 +17,7 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
   let current = data;
   for (const key of path) {
     if (current === null || typeof current !== 'object') return undefined;
-    current = (current as Record<PropertyKey, unknown>)[key];
+    current = Reflect.get(current, key);
   }
   return current;
 }

@@ -87,13 +87,8 @@ function track(child: ChildProcess): Promise<Exit> {
   });
 }
 
-/** Runs `node --import tsx <script> <args>` (or other `nodeArgs`) to completion. */
-export async function runNode(script: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? ['--import', 'tsx']), script, ...args], {
-    cwd: options.cwd ?? projectRoot,
-    env: cleanEnv(options.env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** Collects a child's stdout and stderr as text while it runs. */
+function captureOutput(child: ChildProcess): { stdout: () => string; stderr: () => string } {
   let stdout = '';
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
@@ -102,13 +97,26 @@ export async function runNode(script: string, args: string[], options: RunOption
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;
   });
+  return { stdout: () => stdout, stderr: () => stderr };
+}
+
+/** Runs `node --import tsx <script> <args>` (or other `nodeArgs`) to completion. */
+export async function runNode(script: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? ['--import', 'tsx']), script, ...args], {
+    cwd: options.cwd ?? projectRoot,
+    env: cleanEnv(options.env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output = captureOutput(child);
   const exited = track(child);
   const timeoutMs = options.timeoutMs ?? 30_000;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${script} ${args.join(' ')} did not finish within ${timeoutMs} ms\n${stderr}`));
+      reject(
+        new Error(`${script} ${args.join(' ')} did not finish within ${timeoutMs} ms\n${output.stderr()}`),
+      );
     }, timeoutMs);
   });
   try {
@@ -116,7 +124,7 @@ export async function runNode(script: string, args: string[], options: RunOption
     // 'exit' can come before the pipes are drained; 'close' cannot.
     if (child.stdout && !child.stdout.readableEnded) await new Promise((r) => child.stdout?.once('end', r));
     if (child.stderr && !child.stderr.readableEnded) await new Promise((r) => child.stderr?.once('end', r));
-    return { ...exit, stdout, stderr };
+    return { ...exit, stdout: output.stdout(), stderr: output.stderr() };
   } finally {
     clearTimeout(timer);
   }
@@ -181,14 +189,7 @@ export async function spawnService(options: StartOptions): Promise<ServiceProces
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
+  const output = captureOutput(child);
   const exited = track(child);
   let exit: Exit | undefined;
   exited.then(
@@ -204,9 +205,9 @@ export async function spawnService(options: StartOptions): Promise<ServiceProces
     url: `http://127.0.0.1:${port}`,
     dataDir: options.dataDir,
     exited,
-    stdout: () => stdout,
-    stderr: () => stderr,
-    logs: () => parseJsonLines(stdout),
+    stdout: output.stdout,
+    stderr: output.stderr,
+    logs: () => parseJsonLines(output.stdout()),
     async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
       if (exit) return exit;
       child.kill(signal);
