@@ -14,6 +14,10 @@ export interface ApiFamilyOptions {
 }
 
 export async function apiFamily(scope: FastifyInstance, { store, config }: ApiFamilyOptions) {
+  // Documents the credential on every route of the family, for /docs and generated clients.
+  scope.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, security: [{ apiKey: [] }] };
+  });
   requireApiKey(scope, store);
   await registerRateLimit(scope, {
     perMinute: config.rateLimit.perApiKey,

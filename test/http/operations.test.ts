@@ -77,5 +77,11 @@ describe('/openapi.json', () => {
     assert.ok(doc.paths['/v1/agents/files'].post.requestBody.content['multipart/form-data']);
     assert.ok(doc.paths['/v1/agents/users'].post.responses['422']);
     assert.ok(doc.paths['/v1/agents/users'].post.responses['409']);
+    for (const [path, operations] of Object.entries<Record<string, { security?: unknown }>>(doc.paths)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const expected = path.startsWith('/v1/agents') ? [{ apiKey: [] }] : undefined;
+        assert.deepEqual(operation.security, expected, `security of ${method} ${path}`);
+      }
+    }
   });
 });
