@@ -1,10 +1,20 @@
 // Composition root: the only place that chooses implementations (store, later coordinator and
 // providers) and wires plugins and routes. src/server.ts only starts and stops what this builds.
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { customAlphabet } from 'nanoid';
+import { createActorMetrics } from './actors/actor-metrics.ts';
+import { createOperationRunner } from './actors/operations.ts';
+import { SessionHost } from './actors/session-host.ts';
+import { SessionService } from './actors/session-service.ts';
+import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
+import { OpenAiProvider } from './agents/openai.ts';
+import type { Provider } from './agents/provider.ts';
+import { ScriptedProvider } from './agents/scripted.ts';
 import { ensureBootstrapKey } from './auth/api-keys.ts';
+import { LocalCoordinator } from './cluster/coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
@@ -15,6 +25,13 @@ import { operationsRoutes } from './http/operations.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The session actors of this process (tests passivate and inspect them). */
+    sessionHost: SessionHost;
+  }
+}
 
 export interface AppDependencies {
   /** A store the caller owns (tests); otherwise one is opened from the config and closed with the app. */
@@ -31,6 +48,32 @@ export function openStore(config: Config): Store {
   return new SqliteStore(join(config.dataDir, 'parley.db'));
 }
 
+/** One provider per agent, as its catalogue entry asks. */
+function providersFor(
+  catalogue: Catalogue,
+  config: Config,
+): Map<string, Provider & { close?(): Promise<void> }> {
+  const providers = new Map<string, Provider & { close?(): Promise<void> }>();
+  for (const agent of catalogue.values()) providers.set(agent.id, providerFor(agent, config));
+  return providers;
+}
+
+function providerFor(agent: AgentConfig, config: Config): Provider & { close?(): Promise<void> } {
+  if (agent.provider === 'scripted')
+    return new ScriptedProvider({ tokenDelayMs: agent.scripted.token_delay_ms });
+  const keyVariable = agent.api_key_env ?? 'OPENAI_API_KEY';
+  const apiKey = config.providerKeys[keyVariable];
+  if (agent.api_key_env && !apiKey) {
+    throw new ConfigError(`Invalid configuration: agent ${agent.id} names ${keyVariable}, which is not set.`);
+  }
+  return new OpenAiProvider({
+    baseUrl: agent.base_url ?? config.openai.baseUrl ?? 'https://api.openai.com/v1',
+    ...(apiKey ? { apiKey } : {}),
+    ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+    ...(agent.max_tokens !== undefined ? { maxTokens: agent.max_tokens } : {}),
+  });
+}
+
 const requestIdSuffix = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 16);
 const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -40,6 +83,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       'Invalid configuration: REDIS_URL is set, but this build runs as a single node only; unset it.',
     );
   }
+  const catalogue = loadCatalogue(config.agentsFile);
+  const providers = providersFor(catalogue, config);
   const store = deps.store ?? openStore(config);
   await store.migrate();
   const bootstrapKey = config.bootstrapApiKey
@@ -83,9 +128,26 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     reply.header('x-request-id', request.id);
   });
   registerMetrics(app);
+
+  const coordinator = new LocalCoordinator(store, config.nodeUrl ?? `${hostname()}:${process.pid}`);
+  await coordinator.start();
+  const metrics = createActorMetrics(app.metrics);
+  const host = new SessionHost({
+    store,
+    coordinator,
+    run: createOperationRunner({ store, catalogue, providers, metrics }),
+    metrics,
+    maxResident: config.actors.maxResident,
+    idleMs: config.actors.idleMs,
+    sweepMs: config.actors.sweepMs,
+    log: app.log,
+  });
+  const sessions = new SessionService({ store, host, coordinator, catalogue });
+  app.decorate('sessionHost', host);
+
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store });
-  await app.register(apiFamily, { store, config });
+  await app.register(apiFamily, { store, config, sessions });
 
   app.addHook('onReady', async () => {
     if (bootstrapKey?.revoked_at) {
@@ -98,6 +160,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       );
     }
   });
-  if (!deps.store) app.addHook('onClose', () => store.close());
+  app.addHook('onReady', async () => host.start());
+  app.addHook('onClose', async () => {
+    await host.close();
+    await coordinator.stop();
+    for (const provider of providers.values()) await provider.close?.();
+    if (!deps.store) await store.close();
+  });
   return app;
 }

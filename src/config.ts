@@ -41,6 +41,9 @@ const envSchema = z.object({
   PARLEY_RATE_LIMIT_TOKEN: integer(1, 1_000_000).default(120),
   PARLEY_MAX_BODY_BYTES: integer(1024, 64 * MiB).default(MiB),
   PARLEY_MAX_UPLOAD_BYTES: integer(1, 1024 * MiB).default(20 * MiB),
+  PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
+  PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
+  PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -60,7 +63,10 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   readonly rateLimit: { readonly perApiKey: number; readonly perSessionToken: number };
   readonly limits: { readonly bodyBytes: number; readonly uploadBytes: number };
+  readonly actors: { readonly maxResident: number; readonly idleMs: number; readonly sweepMs: number };
   readonly openai: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined };
+  /** Variables named `*_API_KEY` (but the bootstrap key), for agents that name theirs with `api_key_env`. */
+  readonly providerKeys: Readonly<Record<string, string>>;
   readonly logLevel: string;
 }
 
@@ -94,7 +100,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     rateLimit: { perApiKey: e.PARLEY_RATE_LIMIT_KEY, perSessionToken: e.PARLEY_RATE_LIMIT_TOKEN },
     limits: { bodyBytes: e.PARLEY_MAX_BODY_BYTES, uploadBytes: e.PARLEY_MAX_UPLOAD_BYTES },
+    actors: {
+      maxResident: e.PARLEY_MAX_ACTORS,
+      idleMs: e.PARLEY_ACTOR_IDLE_SECONDS * 1000,
+      sweepMs: e.PARLEY_SWEEP_SECONDS * 1000,
+    },
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
+    providerKeys: Object.fromEntries(
+      Object.entries(env).filter(
+        (entry): entry is [string, string] =>
+          entry[0].endsWith('_API_KEY') && entry[0] !== 'PARLEY_BOOTSTRAP_API_KEY' && !!entry[1],
+      ),
+    ),
     logLevel: e.LOG_LEVEL,
   });
 }

@@ -1,19 +1,24 @@
 // The server-side family (`/v1/agents/…`): every route in this scope is authenticated by X-API-Key and
 // rate-limited per key. Session tokens are never accepted here.
 import type { FastifyInstance } from 'fastify';
+import type { SessionService } from '../actors/session-service.ts';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/store.ts';
 import { requireApiKey } from './api-key-auth.ts';
 import { filesRoutes } from './files.ts';
+import { messagesRoutes } from './messages.ts';
 import { registerRateLimit } from './rate-limit.ts';
+import { runRoutes } from './run.ts';
+import { sessionsRoutes } from './sessions.ts';
 import { usersRoutes } from './users.ts';
 
 export interface ApiFamilyOptions {
   store: Store;
   config: Config;
+  sessions: SessionService;
 }
 
-export async function apiFamily(scope: FastifyInstance, { store, config }: ApiFamilyOptions) {
+export async function apiFamily(scope: FastifyInstance, { store, config, sessions }: ApiFamilyOptions) {
   // Documents the credential on every route of the family, for /docs and generated clients.
   scope.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, security: [{ apiKey: [] }] };
@@ -25,4 +30,7 @@ export async function apiFamily(scope: FastifyInstance, { store, config }: ApiFa
   });
   await scope.register(usersRoutes, { store });
   await scope.register(filesRoutes, { store, uploadLimitBytes: config.limits.uploadBytes });
+  await scope.register(sessionsRoutes, { store, sessions });
+  await scope.register(messagesRoutes, { store, sessions });
+  await scope.register(runRoutes, { sessions });
 }

@@ -80,6 +80,17 @@ export function toValidationIssues(
   const detail: ValidationIssue[] = [];
   for (const issue of issues) {
     const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    if (issue.code === 'invalid_union' && issue.errors.length > 0) {
+      // Report the branch the input was meant for: the one that got past the type check.
+      const meant = issue.errors.filter(
+        (branch) => !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0),
+      );
+      if (meant.length === 1 && meant[0]) {
+        const prefixed = meant[0].map((i) => ({ ...i, path: [...issue.path, ...i.path] }));
+        detail.push(...toValidationIssues(prefixed, data, httpPart));
+        continue;
+      }
+    }
     if (issue.code === 'unrecognized_keys') {
       for (const key of issue.keys) {
         detail.push({

@@ -138,4 +138,10 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX idempotency_expiry ON idempotency_records(expires_at);
     `,
   },
+  {
+    version: 2,
+    name: 'expiry sweep index',
+    // The sweep looks for due active sessions across every shard the process owns.
+    sql: 'CREATE INDEX sessions_status_expiry ON sessions(status, expires_at);',
+  },
 ];

@@ -7,12 +7,22 @@ import { AppError } from '../errors.ts';
 import { type Migration, sqliteMigrations } from './sqlite-migrations.ts';
 import {
   type ApiKeyRecord,
+  type ContentBlock,
+  type Fence,
   type FileFilter,
+  type IdempotencyRecord,
   type JsonObject,
+  type MessageRecord,
   type NewApiKey,
   type NewFile,
+  type NewSession,
   type Page,
   type PageRequest,
+  type SessionFilter,
+  type SessionRecord,
+  type SessionWrite,
+  type SessionWriteResult,
+  StaleEpochError,
   type Store,
   type StoredFile,
   type Tenant,
@@ -59,8 +69,53 @@ const toApiKey = (r: Row): ApiKeyRecord => ({
   revoked_at: (r.revoked_at as string | null) ?? null,
 });
 
+const toSession = (r: Row): SessionRecord => ({
+  id: r.id as string,
+  tenant_id: r.tenant_id as string,
+  agent_id: r.agent_id as string,
+  user: r.user_id
+    ? { id: r.user_id as string, reference: (r.user_reference as string | null) ?? null }
+    : null,
+  status: r.status as SessionRecord['status'],
+  created_at: r.created_at as string,
+  updated_at: r.updated_at as string,
+  messages_count: r.messages_count as number,
+  last_message_at: (r.last_message_at as string | null) ?? null,
+  closed_at: (r.closed_at as string | null) ?? null,
+  close_reason: (r.close_reason as string | null) ?? null,
+  expires_at: (r.expires_at as string | null) ?? null,
+  context: parseObject(r.context),
+  metadata: parseObject(r.metadata),
+  shard: r.shard as number,
+});
+
+const toMessage = (r: Row): MessageRecord => ({
+  id: r.id as string,
+  session_id: r.session_id as string,
+  role: r.role as MessageRecord['role'],
+  content: JSON.parse(r.content as string) as ContentBlock[],
+  metadata: r.metadata === null ? null : parseObject(r.metadata),
+  created_at: r.created_at as string,
+  turn_id: (r.turn_id as string | null) ?? null,
+});
+
+const toIdempotency = (r: Row): IdempotencyRecord => ({
+  session_id: r.session_id as string,
+  key: r.key as string,
+  fingerprint: r.fingerprint as string,
+  turn_id: r.turn_id as string,
+  status_code: (r.status_code as number | null) ?? null,
+  response: r.response === null ? null : JSON.parse(r.response as string),
+  created_at: r.created_at as string,
+  expires_at: r.expires_at as string,
+});
+
+const sessionColumns = `s.id, s.tenant_id, s.agent_id, s.user_id, u.reference AS user_reference, s.status,
+  s.created_at, s.updated_at, s.messages_count, s.last_message_at, s.closed_at, s.close_reason, s.expires_at,
+  s.context, s.metadata, s.shard`;
+
 /** Escapes LIKE wildcards so a user's `%` or `_` matches itself. */
-const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\${c}`)}%`;
 
 function isReferenceConflict(err: unknown): boolean {
   return (
@@ -388,5 +443,224 @@ export class SqliteStore implements Store {
       this.#q('DELETE FROM files WHERE id = ?').run(id);
       return true;
     });
+  }
+
+  // --- shards, sessions and messages
+
+  async claimShards(owner: string, shards: readonly number[]): Promise<Map<number, number>> {
+    const at = now();
+    return this.#write(() => {
+      const claimed = new Map<number, number>();
+      const claim = this.#q(
+        'UPDATE shard_owner SET epoch = epoch + 1, owner = ?, updated_at = ? WHERE shard = ? RETURNING epoch',
+      );
+      for (const shard of shards) {
+        const row = claim.get(owner, at, shard) as { epoch: number };
+        claimed.set(shard, row.epoch);
+      }
+      return claimed;
+    });
+  }
+
+  /** Throws StaleEpochError unless the shard's epoch is still the writer's; call inside #write. */
+  #checkFence(fence: Fence): void {
+    const row = this.#q('SELECT epoch FROM shard_owner WHERE shard = ?').get(fence.shard) as
+      | { epoch: number }
+      | undefined;
+    if (row?.epoch !== fence.epoch) throw new StaleEpochError(fence.shard);
+  }
+
+  async createSession(tenantId: string, session: NewSession, fence: Fence): Promise<SessionRecord> {
+    const at = now();
+    this.#write(() => {
+      this.#checkFence(fence);
+      this.#q(
+        `INSERT INTO sessions (id, tenant_id, agent_id, user_id, shard, status, context, metadata, expires_at,
+           snapshot, created_at, updated_at)
+           VALUES (?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        session.id,
+        tenantId,
+        session.agent_id,
+        session.user_id,
+        session.shard,
+        json(session.context),
+        json(session.metadata),
+        session.expires_at,
+        session.snapshot,
+        at,
+        at,
+      );
+    });
+    const created = await this.getSession(tenantId, session.id);
+    if (!created) throw new Error(`Session ${session.id} vanished after its insert`);
+    return created;
+  }
+
+  async getSession(tenantId: string, id: string): Promise<SessionRecord | null> {
+    const row = this.#q(
+      `SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+         WHERE s.tenant_id = ? AND s.id = ?`,
+    ).get(tenantId, id) as Row | undefined;
+    return row ? toSession(row) : null;
+  }
+
+  async loadSession(id: string): Promise<{ session: SessionRecord; snapshot: string | null } | null> {
+    const row = this.#q(
+      `SELECT ${sessionColumns}, s.snapshot FROM sessions s LEFT JOIN users u ON u.id = s.user_id WHERE s.id = ?`,
+    ).get(id) as Row | undefined;
+    return row ? { session: toSession(row), snapshot: (row.snapshot as string | null) ?? null } : null;
+  }
+
+  async listSessions(
+    tenantId: string,
+    filter: SessionFilter,
+    page: PageRequest,
+  ): Promise<Page<SessionRecord>> {
+    const where = ['s.tenant_id = @tenantId'];
+    const params: Record<string, unknown> = { tenantId, limit: page.limit + 1, offset: page.offset };
+    if (filter.status !== undefined) {
+      where.push('s.status = @status');
+      params.status = filter.status;
+    }
+    if (filter.agent_id !== undefined) {
+      where.push('s.agent_id = @agent_id');
+      params.agent_id = filter.agent_id;
+    }
+    if (filter.user_id !== undefined) {
+      where.push('s.user_id = @user_id');
+      params.user_id = filter.user_id;
+    }
+    if (filter.agent_ids !== undefined) {
+      // One JSON parameter instead of a variable IN list keeps the statement cacheable.
+      where.push('s.agent_id IN (SELECT value FROM json_each(@agent_ids))');
+      params.agent_ids = JSON.stringify(filter.agent_ids);
+    }
+    const rows = this.#q(
+      `SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+         WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.rowid DESC LIMIT @limit OFFSET @offset`,
+    ).all(params) as Row[];
+    return toPage(rows.map(toSession), page);
+  }
+
+  async commitSession(write: SessionWrite): Promise<SessionWriteResult> {
+    const at = write.at ?? now();
+    return this.#write(() => {
+      this.#checkFence(write.fence);
+      const messages: MessageRecord[] = [];
+      if (write.messages && write.messages.length > 0) {
+        const last = this.#q('SELECT max(seq) AS seq FROM messages WHERE session_id = ?').get(
+          write.session_id,
+        ) as { seq: number | null };
+        let seq = last.seq ?? 0;
+        const insert = this.#q(
+          `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        );
+        for (const m of write.messages) {
+          seq += 1;
+          const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
+          insert.run(m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at);
+          messages.push({ ...m, session_id: write.session_id, created_at: at });
+        }
+      }
+      const p = write.patch;
+      const row = this.#q(
+        `UPDATE sessions SET
+           status = coalesce(@status, status),
+           closed_at = coalesce(@closed_at, closed_at),
+           close_reason = CASE WHEN @set_reason THEN @close_reason ELSE close_reason END,
+           expires_at = coalesce(@expires_at, expires_at),
+           last_message_at = coalesce(@last_message_at, last_message_at),
+           messages_count = messages_count + @added,
+           snapshot = @snapshot, version = version + 1, updated_at = @at
+         WHERE id = @id RETURNING messages_count`,
+      ).get({
+        id: write.session_id,
+        status: p.status ?? null,
+        closed_at: p.closed_at ?? null,
+        set_reason: p.close_reason === undefined ? 0 : 1,
+        close_reason: p.close_reason ?? null,
+        expires_at: p.expires_at ?? null,
+        last_message_at: p.last_message_at ?? null,
+        added: messages.length,
+        snapshot: p.snapshot,
+        at,
+      }) as { messages_count: number } | undefined;
+      if (!row) throw new Error(`Session ${write.session_id} does not exist`);
+      if (write.idempotency) {
+        const k = write.idempotency;
+        this.#q(
+          `INSERT OR REPLACE INTO idempotency_records
+             (session_id, key, fingerprint, turn_id, user_message_id, created_at, expires_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?)`,
+        ).run(write.session_id, k.key, k.fingerprint, k.turn_id, k.user_message_id, at, k.expires_at);
+      }
+      if (write.idempotencyResponse) {
+        const r = write.idempotencyResponse;
+        this.#q(
+          'UPDATE idempotency_records SET status_code = ?, response = ? WHERE session_id = ? AND key = ?',
+        ).run(r.status_code, JSON.stringify(r.response), write.session_id, r.key);
+      }
+      return { messages, messages_count: row.messages_count, updated_at: at };
+    });
+  }
+
+  async sessionsDueForExpiry(at: string, limit: number): Promise<string[]> {
+    const rows = this.#q(
+      `SELECT id FROM sessions WHERE status = 'active' AND expires_at < ? ORDER BY expires_at LIMIT ?`,
+    ).all(at, limit) as { id: string }[];
+    return rows.map((r) => r.id);
+  }
+
+  async getMessage(tenantId: string, sessionId: string, messageId: string): Promise<MessageRecord | null> {
+    const row = this.#q(
+      `SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id
+         WHERE s.tenant_id = ? AND m.session_id = ? AND m.id = ?`,
+    ).get(tenantId, sessionId, messageId) as Row | undefined;
+    return row ? toMessage(row) : null;
+  }
+
+  async listMessages(
+    tenantId: string,
+    sessionId: string,
+    page: PageRequest,
+  ): Promise<Page<MessageRecord> | null> {
+    const owned = this.#q('SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?').get(tenantId, sessionId);
+    if (!owned) return null;
+    const rows = this.#q('SELECT * FROM messages WHERE session_id = ? ORDER BY seq LIMIT ? OFFSET ?').all(
+      sessionId,
+      page.limit + 1,
+      page.offset,
+    ) as Row[];
+    return toPage(rows.map(toMessage), page);
+  }
+
+  async recentMessages(sessionId: string, limit: number): Promise<MessageRecord[]> {
+    const rows = this.#q(
+      'SELECT * FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq',
+    ).all(sessionId, limit) as Row[];
+    return rows.map(toMessage);
+  }
+
+  async turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]> {
+    const rows = this.#q('SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq').all(
+      sessionId,
+      turnId,
+    ) as Row[];
+    return rows.map(toMessage);
+  }
+
+  async getIdempotencyRecord(sessionId: string, key: string): Promise<IdempotencyRecord | null> {
+    const row = this.#q('SELECT * FROM idempotency_records WHERE session_id = ? AND key = ?').get(
+      sessionId,
+      key,
+    ) as Row | undefined;
+    return row ? toIdempotency(row) : null;
+  }
+
+  async deleteExpiredIdempotencyRecords(at: string): Promise<number> {
+    return this.#write(() => this.#q('DELETE FROM idempotency_records WHERE expires_at <= ?').run(at))
+      .changes;
   }
 }

@@ -93,6 +93,131 @@ export interface FileFilter {
   created_before?: string;
 }
 
+export type SessionStatus = 'active' | 'closed' | 'expired';
+
+/** A content block as stored: the normalised form of the request's blocks. */
+export type ContentBlock = { type: 'text'; text: string } | { type: 'image' | 'file'; file_id: string };
+
+export interface SessionRecord {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user: { id: string; reference: string | null } | null;
+  status: SessionStatus;
+  created_at: string;
+  updated_at: string;
+  messages_count: number;
+  last_message_at: string | null;
+  closed_at: string | null;
+  close_reason: string | null;
+  expires_at: string | null;
+  context: JsonObject;
+  metadata: JsonObject;
+  shard: number;
+}
+
+export interface NewSession {
+  id: string;
+  agent_id: string;
+  user_id: string | null;
+  shard: number;
+  context: JsonObject;
+  metadata: JsonObject;
+  expires_at: string;
+  /** The session actor's persisted snapshot (JSON). */
+  snapshot: string;
+}
+
+export interface SessionFilter {
+  status?: SessionStatus;
+  agent_id?: string;
+  user_id?: string;
+  /** Only sessions of these agents (the API key's scope); undefined for every agent. */
+  agent_ids?: readonly string[];
+}
+
+export interface MessageRecord {
+  id: string;
+  session_id: string;
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+  metadata: JsonObject | null;
+  created_at: string;
+  /** The turn that stored the message. */
+  turn_id: string | null;
+}
+
+export interface NewMessage {
+  id: string;
+  role: 'user' | 'assistant';
+  content: ContentBlock[];
+  metadata: JsonObject | null;
+  turn_id: string;
+}
+
+/** The fencing token of a shard: a write is refused unless the shard's epoch is still this one. */
+export interface Fence {
+  shard: number;
+  epoch: number;
+}
+
+/** A session write carrying a stale epoch: another process owns the shard now; nothing was written. */
+export class StaleEpochError extends Error {
+  override name = 'StaleEpochError';
+  readonly shard: number;
+  constructor(shard: number) {
+    super(`Shard ${shard} has a newer owner; the write was refused`);
+    this.shard = shard;
+  }
+}
+
+export interface IdempotencyRecord {
+  session_id: string;
+  key: string;
+  fingerprint: string;
+  turn_id: string;
+  /** Null until the first attempt finished; then the answer to replay. */
+  status_code: number | null;
+  response: unknown;
+  created_at: string;
+  expires_at: string;
+}
+
+/** Everything one step of a session commits, in one transaction, fenced. */
+export interface SessionWrite {
+  session_id: string;
+  fence: Fence;
+  /** The time of the write, for `updated_at` and the messages' `created_at` (default: now). */
+  at?: string;
+  /** Appended after the session's last message, in order; `messages_count` grows by their number. */
+  messages?: NewMessage[];
+  /** Columns to set; `updated_at` is always set. */
+  patch: {
+    status?: SessionStatus;
+    closed_at?: string;
+    close_reason?: string | null;
+    expires_at?: string;
+    last_message_at?: string;
+    snapshot: string;
+  };
+  /** Records a new Idempotency-Key use (replacing an expired record of the same key). */
+  idempotency?: {
+    key: string;
+    fingerprint: string;
+    turn_id: string;
+    user_message_id: string | null;
+    expires_at: string;
+  };
+  /** The answer of a finished attempt, stored against its key for replays. */
+  idempotencyResponse?: { key: string; status_code: number; response: unknown };
+}
+
+export interface SessionWriteResult {
+  messages: MessageRecord[];
+  messages_count: number;
+  updated_at: string;
+}
+
 export interface Store {
   readonly kind: 'sqlite' | 'postgres';
   /** Applies pending migrations; returns the schema version now in force. */
@@ -132,6 +257,35 @@ export interface Store {
   readFileContent(tenantId: string, id: string): Promise<Buffer | null>;
   /** Removes the record and its bytes; false when there was no such file. */
   deleteFile(tenantId: string, id: string): Promise<boolean>;
+
+  /** Takes ownership of shards: bumps each epoch (fencing out earlier owners) and returns the new ones. */
+  claimShards(owner: string, shards: readonly number[]): Promise<Map<number, number>>;
+
+  /** Creates a session; throws StaleEpochError when the fence is stale. */
+  createSession(tenantId: string, session: NewSession, fence: Fence): Promise<SessionRecord>;
+  /** A tenant's session (any status). */
+  getSession(tenantId: string, id: string): Promise<SessionRecord | null>;
+  /** A session and its actor snapshot, for activation (no tenant check: the caller routes by id). */
+  loadSession(id: string): Promise<{ session: SessionRecord; snapshot: string | null } | null>;
+  /** Newest first. */
+  listSessions(tenantId: string, filter: SessionFilter, page: PageRequest): Promise<Page<SessionRecord>>;
+  /** Commits one step of a session atomically; throws StaleEpochError (writing nothing) when fenced out. */
+  commitSession(write: SessionWrite): Promise<SessionWriteResult>;
+  /** Ids of active sessions whose expiry has passed, oldest expiry first. */
+  sessionsDueForExpiry(now: string, limit: number): Promise<string[]>;
+
+  getMessage(tenantId: string, sessionId: string, messageId: string): Promise<MessageRecord | null>;
+  /** Oldest first; null when the session is not the tenant's. */
+  listMessages(tenantId: string, sessionId: string, page: PageRequest): Promise<Page<MessageRecord> | null>;
+  /** The last `limit` messages of a session, oldest first (the model's view of the conversation). */
+  recentMessages(sessionId: string, limit: number): Promise<MessageRecord[]>;
+  /** The messages a turn stored, in order. */
+  turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]>;
+
+  /** The record of a key, expired or not (the caller decides). */
+  getIdempotencyRecord(sessionId: string, key: string): Promise<IdempotencyRecord | null>;
+  /** Deletes records whose retention has passed; returns how many. */
+  deleteExpiredIdempotencyRecords(now: string): Promise<number>;
 }
 
 /** Cuts a `limit + 1` row fetch down to a page. */

@@ -1,0 +1,47 @@
+// Metrics of the session runtime: resident actors, activations, passivations, turns and their latency,
+// and the model providers' latency. Registered on the app's own registry (see http/metrics.ts).
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export function createActorMetrics(registry: Registry) {
+  return {
+    resident: new Gauge({
+      name: 'parley_actors_resident',
+      help: 'Session actors held in memory by this process',
+      registers: [registry],
+    }),
+    activations: new Counter({
+      name: 'parley_actor_activations_total',
+      help: 'Session actors loaded from the store',
+      registers: [registry],
+    }),
+    passivations: new Counter({
+      name: 'parley_actor_passivations_total',
+      help: 'Session actors dropped from memory, by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    turns: new Counter({
+      name: 'parley_turns_total',
+      help: 'Turns (sends and runs), by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    turnDuration: new Histogram({
+      name: 'parley_turn_duration_seconds',
+      help: 'Time from the start of a turn to its committed reply',
+      buckets: latencyBuckets,
+      registers: [registry],
+    }),
+    providerDuration: new Histogram({
+      name: 'parley_provider_duration_seconds',
+      help: 'Model call latency, by provider and outcome',
+      labelNames: ['provider', 'outcome'] as const,
+      buckets: latencyBuckets,
+      registers: [registry],
+    }),
+  };
+}
+
+export type ActorMetrics = ReturnType<typeof createActorMetrics>;

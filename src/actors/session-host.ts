@@ -1,0 +1,346 @@
+// The session actor host: one XState actor per session this process owns. It activates a session from the
+// store on first use, hands callers' operations to the actor (which runs them one at a time), commits every
+// change with the shard's fencing epoch before the actor sees it, and passivates idle actors under an LRU cap.
+import { createActor, fromPromise } from 'xstate';
+import type { Coordinator } from '../cluster/coordinator.ts';
+import { AppError } from '../errors.ts';
+import {
+  type Operation,
+  persistedSnapshot,
+  type SessionActor,
+  type SessionEvent,
+  type SessionMachine,
+  type SessionStatus,
+  sessionMachine,
+  statusOf,
+} from '../machines/session.ts';
+import {
+  type SessionRecord,
+  type SessionWrite,
+  type SessionWriteResult,
+  StaleEpochError,
+  type Store,
+} from '../store/store.ts';
+import type { ActorMetrics } from './actor-metrics.ts';
+
+export interface SessionEntry {
+  /** The session row as activated; `messages_count` follows the commits of this process. */
+  readonly session: SessionRecord;
+  readonly machine: SessionMachine;
+  readonly actor: SessionActor;
+  lastUsed: number;
+}
+
+/** A session write without what the host adds: the fence and the snapshot. */
+export type SessionChange = Omit<SessionWrite, 'session_id' | 'fence' | 'patch'> & {
+  patch?: Omit<SessionWrite['patch'], 'snapshot'>;
+};
+
+export interface OperationContext {
+  readonly entry: SessionEntry;
+  /** Commits `change` together with the snapshot the actor will have after `event`, then sends `event`. */
+  commit(change: SessionChange, event?: SessionEvent): Promise<SessionWriteResult>;
+  /** Aborted when the host shuts down. */
+  readonly signal: AbortSignal;
+}
+
+/** Runs one operation (the I/O of a send, a terminate, an expiry…) and returns the caller's answer. */
+export type OperationRunner = (context: OperationContext, op: Operation) => Promise<unknown>;
+
+export interface SessionHostOptions {
+  store: Store;
+  coordinator: Coordinator;
+  run: OperationRunner;
+  metrics: ActorMetrics;
+  /** Most actors kept in memory (DESIGN.md §10: 50,000). */
+  maxResident: number;
+  /** Idle time after which an actor is passivated (10 min). */
+  idleMs: number;
+  /** How often to passivate idle actors and expire due sessions. */
+  sweepMs: number;
+  maxWaiting?: number;
+  log?: { warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
+}
+
+interface Waiter {
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+const statusError = (status: SessionStatus, sessionId: string) =>
+  new AppError(status === 'closed' ? 'session_closed' : 'session_expired', undefined, {
+    context: { session_id: sessionId },
+  });
+
+const shardMoving = (sessionId: string, cause?: unknown) =>
+  new AppError('shard_moving', undefined, {
+    context: { session_id: sessionId },
+    headers: { 'retry-after': '1' },
+    cause,
+  });
+
+export class SessionHost {
+  readonly #o: SessionHostOptions;
+  readonly #entries = new Map<string, SessionEntry>();
+  readonly #activating = new Map<string, Promise<SessionEntry | null>>();
+  readonly #waiters = new Map<string, Waiter[]>();
+  readonly #running = new Set<Promise<unknown>>();
+  readonly #shutdown = new AbortController();
+  #timer: NodeJS.Timeout | undefined;
+  #sweeping = false;
+  #closing = false;
+
+  constructor(options: SessionHostOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.sweep(), this.#o.sweepMs);
+    this.#timer.unref();
+  }
+
+  /** Stops sweeping, refuses waiting operations, lets running ones finish for up to `graceMs`, then aborts them and drops every actor. */
+  async close(graceMs = 10_000): Promise<void> {
+    clearInterval(this.#timer);
+    // Waiting operations are refused from now on; running ones may finish within the grace time.
+    this.#closing = true;
+    const settled = Promise.allSettled([...this.#running]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    this.#shutdown.abort(new Error('shutting down'));
+    await settled;
+    for (const id of [...this.#entries.keys()]) this.#drop(id, 'shutdown');
+  }
+
+  get residentCount(): number {
+    return this.#entries.size;
+  }
+
+  /** The session's actor entry, activating it when needed; null when there is no such session. */
+  async entry(sessionId: string): Promise<SessionEntry | null> {
+    const resident = this.#entries.get(sessionId);
+    if (resident) {
+      resident.lastUsed = Date.now();
+      // Re-inserting keeps the Map in least-recently-used order.
+      this.#entries.delete(sessionId);
+      this.#entries.set(sessionId, resident);
+      return resident;
+    }
+    let pending = this.#activating.get(sessionId);
+    if (!pending) {
+      pending = this.#activate(sessionId).finally(() => this.#activating.delete(sessionId));
+      this.#activating.set(sessionId, pending);
+    }
+    return pending;
+  }
+
+  /** The session's status as its actor holds it. */
+  status(entry: SessionEntry): SessionStatus {
+    return statusOf(entry.actor.getSnapshot());
+  }
+
+  /** Hands `op` to the session's actor and waits for its answer. */
+  async submit(entry: SessionEntry, op: Operation): Promise<unknown> {
+    const status = this.status(entry);
+    if (status !== 'active') throw statusError(status, entry.session.id);
+    if (!this.#o.coordinator.fence(entry.session.shard)) throw shardMoving(entry.session.id);
+    const answer = new Promise((resolve, reject) => this.#wait(op.id, { resolve, reject }));
+    entry.actor.send({ type: 'SUBMIT', op, at: Date.now() });
+    return answer;
+  }
+
+  /** Expires the session if its time has passed (the lazy check behind every read). */
+  async expireIfDue(sessionId: string): Promise<void> {
+    const entry = await this.entry(sessionId);
+    if (!entry || this.status(entry) !== 'active') return;
+    if (Date.now() < entry.actor.getSnapshot().context.expiresAt) return;
+    await this.submit(entry, { id: `expire_${sessionId}`, kind: 'expire' }).catch((err) => {
+      if (!(err instanceof AppError && err.code === 'session_expired')) throw err;
+    });
+  }
+
+  /** Passivates idle actors and expires due sessions; runs every `sweepMs`. */
+  async sweep(): Promise<void> {
+    if (this.#sweeping) return;
+    this.#sweeping = true;
+    try {
+      const idleSince = Date.now() - this.#o.idleMs;
+      for (const [id, entry] of this.#entries) {
+        if (entry.lastUsed < idleSince && this.#isIdle(entry)) this.#drop(id, 'idle');
+      }
+      const now = new Date().toISOString();
+      for (const id of await this.#o.store.sessionsDueForExpiry(now, 500)) {
+        await this.expireIfDue(id).catch((err) =>
+          this.#o.log?.warn({ err, session_id: id }, 'expiry failed'),
+        );
+      }
+      await this.#o.store.deleteExpiredIdempotencyRecords(now);
+    } catch (err) {
+      this.#o.log?.warn({ err }, 'session sweep failed; the next one retries');
+    } finally {
+      this.#sweeping = false;
+    }
+  }
+
+  /** Drops an actor from memory; what it holds is already committed. */
+  passivate(sessionId: string): boolean {
+    const entry = this.#entries.get(sessionId);
+    if (!entry || !this.#isIdle(entry)) return false;
+    this.#drop(sessionId, 'manual');
+    return true;
+  }
+
+  #isIdle(entry: SessionEntry): boolean {
+    const { context } = entry.actor.getSnapshot();
+    return context.current === null && context.queue.length === 0;
+  }
+
+  #drop(sessionId: string, reason: string): void {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return;
+    this.#entries.delete(sessionId);
+    entry.actor.stop();
+    this.#o.metrics.passivations.inc({ reason });
+    this.#o.metrics.resident.set(this.#entries.size);
+  }
+
+  async #activate(sessionId: string): Promise<SessionEntry | null> {
+    const loaded = await this.#o.store.loadSession(sessionId);
+    if (!loaded) return null;
+    const { session } = loaded;
+    if (!this.#o.coordinator.fence(session.shard)) throw shardMoving(sessionId);
+    const shell = { session, lastUsed: Date.now() } as {
+      -readonly [K in keyof SessionEntry]: SessionEntry[K];
+    };
+    shell.machine = this.#machineFor(shell);
+    const snapshot = loaded.snapshot ? JSON.parse(loaded.snapshot) : undefined;
+    shell.actor = createActor(shell.machine, {
+      ...(snapshot ? { snapshot } : {}),
+      input: {
+        sessionId,
+        expiresAt: Date.parse(session.expires_at ?? '') || Date.now(),
+        maxWaiting: this.#o.maxWaiting,
+      },
+    });
+    shell.actor.start();
+    this.#entries.set(sessionId, shell);
+    this.#o.metrics.activations.inc();
+    this.#evictOverCap();
+    this.#o.metrics.resident.set(this.#entries.size);
+    return shell;
+  }
+
+  #evictOverCap(): void {
+    if (this.#entries.size <= this.#o.maxResident) return;
+    for (const [id, entry] of this.#entries) {
+      if (this.#entries.size <= this.#o.maxResident) break;
+      if (this.#isIdle(entry)) this.#drop(id, 'lru');
+    }
+  }
+
+  /** The machine with this entry's side effects: running operations and answering the callers. */
+  #machineFor(entry: SessionEntry): SessionMachine {
+    return sessionMachine.provide({
+      actors: {
+        operate: fromPromise<unknown, Operation>(async ({ input: op }) => {
+          const work = this.#closing
+            ? Promise.reject(
+                new AppError('service_unavailable', 'The service is shutting down.', {
+                  headers: { 'retry-after': '1' },
+                }),
+              )
+            : this.#o.run(this.#operationContext(entry), op);
+          this.#running.add(work);
+          try {
+            this.#settle(op.id, { value: await work });
+          } catch (err) {
+            this.#settle(op.id, { error: err });
+          } finally {
+            this.#running.delete(work);
+          }
+          return null;
+        }),
+      },
+      actions: {
+        reject: (_, { op, code }) =>
+          this.#settle(op.id, {
+            error: new AppError(code, undefined, {
+              context: { session_id: entry.session.id },
+              ...(code === 'session_busy' ? { headers: { 'retry-after': '1' } } : {}),
+            }),
+          }),
+        join: (_, { op, target }) => {
+          const waiters = this.#waiters.get(op.id) ?? [];
+          this.#waiters.delete(op.id);
+          for (const w of waiters) this.#wait(target, w);
+        },
+        rejectAll: (_, { ops, code }) => {
+          for (const op of ops)
+            this.#settle(op.id, {
+              error: statusError(code === 'session_closed' ? 'closed' : 'expired', entry.session.id),
+            });
+        },
+      },
+    });
+  }
+
+  #operationContext(entry: SessionEntry): OperationContext {
+    return {
+      entry,
+      signal: this.#shutdown.signal,
+      commit: async (change, event) => {
+        const { shard } = entry.session;
+        const fence = this.#o.coordinator.fence(shard);
+        if (!fence) throw shardMoving(entry.session.id);
+        const snapshot = persistedSnapshot(entry.machine, entry.actor.getSnapshot(), event);
+        let result: SessionWriteResult;
+        try {
+          result = await this.#o.store.commitSession({
+            ...change,
+            session_id: entry.session.id,
+            fence,
+            patch: { ...change.patch, snapshot },
+          });
+        } catch (err) {
+          if (!(err instanceof StaleEpochError)) throw err;
+          this.#lostShard(shard);
+          throw shardMoving(entry.session.id, err);
+        }
+        if (event) entry.actor.send(event);
+        return result;
+      },
+    };
+  }
+
+  /** Another process owns the shard now: forget it and every actor in it. */
+  #lostShard(shard: number): void {
+    this.#o.coordinator.lost(shard);
+    this.#o.log?.warn({ shard }, 'lost ownership of a shard; dropping its actors');
+    for (const [id, entry] of this.#entries) {
+      if (entry.session.shard === shard) {
+        for (const op of entry.actor.getSnapshot().context.queue)
+          this.#settle(op.id, { error: shardMoving(id) });
+        this.#entries.delete(id);
+        entry.actor.stop();
+        this.#o.metrics.passivations.inc({ reason: 'lost' });
+      }
+    }
+    this.#o.metrics.resident.set(this.#entries.size);
+  }
+
+  #wait(opId: string, waiter: Waiter): void {
+    const list = this.#waiters.get(opId);
+    if (list) list.push(waiter);
+    else this.#waiters.set(opId, [waiter]);
+  }
+
+  #settle(opId: string, outcome: { value: unknown } | { error: unknown }): void {
+    const waiters = this.#waiters.get(opId);
+    this.#waiters.delete(opId);
+    for (const w of waiters ?? []) {
+      if ('error' in outcome) w.reject(outcome.error);
+      else w.resolve(outcome.value);
+    }
+  }
+}

@@ -1,0 +1,276 @@
+// The session operations the HTTP families call: create, read, send, run, terminate. It checks what a
+// request refers to (agent, user, files), then hands the work to the session's actor through the host.
+import { createHash } from 'node:crypto';
+import type { Catalogue } from '../agents/catalogue.ts';
+import type { Coordinator } from '../cluster/coordinator.ts';
+import { shardOf } from '../cluster/shard.ts';
+import { AppError, ValidationError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { initialPersistedSnapshot, sessionMachine } from '../machines/session.ts';
+import {
+  type ContentBlock,
+  type JsonObject,
+  type SessionRecord,
+  StaleEpochError,
+  type Store,
+  type User,
+} from '../store/store.ts';
+import type { SendPayload, TerminateResult, TurnResult } from './operations.ts';
+import type { SessionEntry, SessionHost } from './session-host.ts';
+
+export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
+
+export interface MessageInput {
+  content: string | BlockInput[];
+  role: 'user' | 'assistant';
+  metadata?: JsonObject | null;
+}
+
+export interface SessionFields {
+  user?: { id?: string; reference?: string } | null;
+  context?: JsonObject | null;
+  metadata?: JsonObject | null;
+}
+
+/** Who may touch a session beyond its tenant (the API key's agent scope, the token's conversation). */
+export type Authorize = (session: SessionRecord) => void;
+
+/** JSON with sorted keys, so that equal bodies have equal fingerprints whatever their key order. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
+
+export function fingerprintOf(operation: string, body: unknown): string {
+  return createHash('sha256').update(operation).update('\n').update(canonicalJson(body)).digest('hex');
+}
+
+export interface SessionServiceOptions {
+  store: Store;
+  host: SessionHost;
+  coordinator: Coordinator;
+  catalogue: Catalogue;
+}
+
+export class SessionService {
+  readonly #o: SessionServiceOptions;
+
+  constructor(options: SessionServiceOptions) {
+    this.#o = options;
+  }
+
+  agent(agentId: string) {
+    const agent = this.#o.catalogue.get(agentId);
+    if (!agent) throw new AppError('agent_not_found', undefined, { context: { agent_id: agentId } });
+    return agent;
+  }
+
+  async createSession(tenantId: string, agentId: string, fields: SessionFields): Promise<SessionRecord> {
+    const agent = this.agent(agentId);
+    const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
+    const id = newId('ses');
+    const shard = shardOf(id);
+    const fence = this.#o.coordinator.fence(shard);
+    if (!fence) throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' } });
+    const expiresAt = Date.now() + agent.session_ttl * 1000;
+    try {
+      return await this.#o.store.createSession(
+        tenantId,
+        {
+          id,
+          agent_id: agentId,
+          user_id: user?.id ?? null,
+          shard,
+          context: fields.context ?? {},
+          metadata: fields.metadata ?? {},
+          expires_at: new Date(expiresAt).toISOString(),
+          snapshot: initialPersistedSnapshot(sessionMachine, { sessionId: id, expiresAt }),
+        },
+        fence,
+      );
+    } catch (err) {
+      if (!(err instanceof StaleEpochError)) throw err;
+      this.#o.coordinator.lost(shard);
+      throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' }, cause: err });
+    }
+  }
+
+  /** The session as stored, after the lazy expiry check. */
+  async getSession(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionRecord> {
+    let session = await this.#o.store.getSession(tenantId, sessionId);
+    if (!session) throw sessionNotFound(sessionId);
+    authorize(session);
+    if (
+      session.status === 'active' &&
+      session.expires_at !== null &&
+      Date.parse(session.expires_at) <= Date.now()
+    ) {
+      await this.#o.host.expireIfDue(sessionId);
+      session = (await this.#o.store.getSession(tenantId, sessionId)) ?? session;
+    }
+    return session;
+  }
+
+  async send(
+    tenantId: string,
+    sessionId: string,
+    message: MessageInput,
+    options: { authorize: Authorize; key?: string; operation: 'plain' | 'stream' },
+  ): Promise<TurnResult> {
+    const entry = await this.#entry(tenantId, sessionId, options.authorize);
+    const fingerprint = options.key === undefined ? undefined : fingerprintOf(options.operation, message);
+    if (options.key !== undefined) {
+      // A finished attempt is replayed whatever the session's status is now.
+      const record = await this.#o.store.getIdempotencyRecord(sessionId, options.key);
+      if (record && Date.parse(record.expires_at) > Date.now()) {
+        if (record.fingerprint !== fingerprint) {
+          throw new AppError('idempotency_key_reused', undefined, {
+            context: { idempotency_key: options.key },
+          });
+        }
+        if (record.status_code !== null) {
+          const stored = record.response as Pick<TurnResult, 'agent_message'>;
+          return { turn_id: record.turn_id, agent_message: stored.agent_message, replayed: true };
+        }
+      }
+    }
+    const content = await this.#content(tenantId, message.content, ['body', 'content']);
+    const payload: SendPayload = {
+      messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
+      reply: message.role === 'user',
+      replyId: newId('msg'),
+    };
+    const op = { id: newId('turn'), kind: 'send' as const, key: options.key, fingerprint, payload };
+    return (await this.#o.host.submit(entry, op)) as TurnResult;
+  }
+
+  /** Creates a session, stores `messages` in it and returns the agent's reply to them. */
+  async run(
+    tenantId: string,
+    agentId: string,
+    fields: SessionFields & { messages: MessageInput[] },
+  ): Promise<TurnResult & { session_id: string }> {
+    this.agent(agentId);
+    const messages = await Promise.all(
+      fields.messages.map(async (m, j) => ({
+        id: newId('msg'),
+        role: m.role,
+        content: await this.#content(tenantId, m.content, ['body', 'messages', j, 'content']),
+        metadata: m.metadata ?? null,
+      })),
+    );
+    const session = await this.createSession(tenantId, agentId, fields);
+    const entry = await this.#entry(tenantId, session.id, () => {});
+    const payload: SendPayload = { messages, reply: true, replyId: newId('msg') };
+    const result = (await this.#o.host.submit(entry, {
+      id: newId('turn'),
+      kind: 'send',
+      payload,
+    })) as TurnResult;
+    return { ...result, session_id: session.id };
+  }
+
+  /** Closes the session; a second call answers with the first closing. */
+  async terminate(
+    tenantId: string,
+    sessionId: string,
+    reason: string | null,
+    authorize: Authorize,
+  ): Promise<TerminateResult> {
+    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const closed = (): TerminateResult | null => {
+      const snapshot = entry.actor.getSnapshot();
+      if (!snapshot.matches('closed')) return null;
+      return {
+        id: sessionId,
+        status: 'closed',
+        closed_at: snapshot.context.closedAt ?? '',
+        reason: snapshot.context.closeReason,
+      };
+    };
+    const already = closed();
+    if (already) return already;
+    try {
+      return (await this.#o.host.submit(entry, {
+        id: newId('turn'),
+        kind: 'terminate',
+        payload: { reason },
+      })) as TerminateResult;
+    } catch (err) {
+      // Two terminates raced: the one behind finds the session closed, which is the answer it wanted.
+      const answer = err instanceof AppError && err.code === 'session_closed' ? closed() : null;
+      if (answer) return answer;
+      throw err;
+    }
+  }
+
+  async #entry(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionEntry> {
+    const entry = await this.#o.host.entry(sessionId);
+    if (!entry || entry.session.tenant_id !== tenantId) throw sessionNotFound(sessionId);
+    authorize(entry.session);
+    return entry;
+  }
+
+  async #lookupUser(tenantId: string, lookup: { id?: string; reference?: string }): Promise<User> {
+    const { store } = this.#o;
+    const byId = lookup.id !== undefined ? await store.getUser(tenantId, lookup.id) : null;
+    const byReference =
+      lookup.reference !== undefined
+        ? ((await store.listUsers(tenantId, { reference: lookup.reference }, { limit: 1, offset: 0 }))
+            .items[0] ?? null)
+        : null;
+    const user = byId ?? byReference;
+    if ((lookup.id !== undefined && !byId) || (lookup.reference !== undefined && !byReference) || !user) {
+      throw new AppError('user_not_found', undefined, { context: { ...lookup } });
+    }
+    if (byId && byReference && byId.id !== byReference.id) {
+      throw ValidationError.at(
+        ['body', 'user'],
+        'The user id and reference name different users',
+        'value_error',
+      );
+    }
+    return user;
+  }
+
+  /** Normalised blocks; every file a block names must be the tenant's, and an image block an image. */
+  async #content(
+    tenantId: string,
+    content: string | BlockInput[],
+    loc: (string | number)[],
+  ): Promise<ContentBlock[]> {
+    if (typeof content === 'string') return [{ type: 'text', text: content }];
+    return Promise.all(
+      content.map(async (block, i): Promise<ContentBlock> => {
+        if (block.text !== undefined && block.type !== 'image' && block.type !== 'file') {
+          return { type: 'text', text: block.text };
+        }
+        const fileId = block.file_id ?? '';
+        const type = block.type === 'image' ? 'image' : 'file';
+        const file = await this.#o.store.getFile(tenantId, fileId);
+        if (!file) {
+          throw new AppError('file_not_found', undefined, {
+            context: { file_id: fileId, param: [...loc, i, 'file_id'].join('.') },
+          });
+        }
+        if (type === 'image' && !file.mime_type.startsWith('image/')) {
+          throw ValidationError.at(
+            [...loc, i, 'file_id'],
+            `File ${fileId} is ${file.mime_type}, not an image`,
+            'value_error',
+          );
+        }
+        return { type, file_id: fileId };
+      }),
+    );
+  }
+}
+
+const sessionNotFound = (id: string) =>
+  new AppError('session_not_found', undefined, { context: { session_id: id } });

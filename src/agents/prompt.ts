@@ -1,0 +1,37 @@
+// Prompt assembly: the agent's instructions, then the session's context and the user's details in
+// tagged blocks. Every value is escaped so that nothing a user or integrator sends can close a block.
+import type { JsonObject, User } from '../store/store.ts';
+
+const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;' };
+
+/** Makes text safe inside a tagged block: no `<` or `>` survives, so no tag can be opened or closed. */
+export function escapeBlock(text: string): string {
+  return text.replace(/[&<>]/g, (c) => entities[c] ?? c);
+}
+
+function block(tag: string, lines: string[]): string {
+  return `<${tag}>\n${lines.map(escapeBlock).join('\n')}\n</${tag}>`;
+}
+
+/** The system prompt for one turn; metadata never reaches it. */
+export function systemPrompt(instructions: string, context: JsonObject, user: User | null): string {
+  const parts: string[] = [];
+  if (instructions) parts.push(instructions);
+  if (Object.keys(context).length > 0) {
+    parts.push(
+      block(
+        'session_context',
+        Object.entries(context).map(([k, v]) => `${k}: ${JSON.stringify(v)}`),
+      ),
+    );
+  }
+  if (user) {
+    const lines: string[] = [];
+    if (user.name) lines.push(`name: ${user.name}`);
+    if (user.email) lines.push(`email: ${user.email}`);
+    if (user.phone) lines.push(`phone: ${user.phone}`);
+    for (const [k, v] of Object.entries(user.info)) lines.push(`${k}: ${JSON.stringify(v)}`);
+    if (lines.length > 0) parts.push(block('user_info', lines));
+  }
+  return parts.join('\n\n');
+}

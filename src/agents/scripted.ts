@@ -1,0 +1,52 @@
+// The scripted provider: deterministic, no network; the embedded default, used by tests and benchmarks.
+// Its reply echoes what it was given (the user's name, the session context, the last message), so that
+// prompt assembly is visible from outside. `[[fail]]` or `[[stall]]` in the last message simulate a
+// failing or silent model.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type ModelReply, type ModelRequest, type Provider, ProviderError } from './provider.ts';
+
+const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+
+/** The lines of a tagged block of the system prompt. */
+function blockLines(system: string, tag: string): string[] {
+  const match = new RegExp(`<${tag}>\\n([\\s\\S]*?)\\n</${tag}>`).exec(system);
+  return match?.[1] ? match[1].split('\n').map(unescape) : [];
+}
+
+export function scriptedReply(request: Pick<ModelRequest, 'system' | 'messages'>): string {
+  const last = request.messages.findLast((m) => m.role === 'user');
+  const said = last?.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(' ') ?? '';
+  const attachments = last?.content.filter((p) => p.type !== 'text').length ?? 0;
+  const name = blockLines(request.system, 'user_info')
+    .find((l) => l.startsWith('name: '))
+    ?.slice('name: '.length);
+  const context = blockLines(request.system, 'session_context');
+  const parts = [name ? `Hello ${name}!` : 'Hello!', `You said: "${said}".`];
+  if (context.length > 0) parts.push(`Context: ${context.join(', ')}.`);
+  if (attachments > 0) parts.push(`Attachments: ${attachments}.`);
+  return parts.join(' ');
+}
+
+export class ScriptedProvider implements Provider {
+  readonly name = 'scripted';
+  readonly #tokenDelayMs: number;
+
+  constructor(options: { tokenDelayMs: number }) {
+    this.#tokenDelayMs = options.tokenDelayMs;
+  }
+
+  async generate(request: ModelRequest): Promise<ModelReply> {
+    const text = scriptedReply(request);
+    if (text.includes('[[fail]]'))
+      throw new ProviderError('The scripted model was asked to fail', { status: 500 });
+    if (text.includes('[[stall]]')) await sleep(2 ** 31 - 1, undefined, { signal: request.signal });
+    const tokens = text.split(/(?<= )/);
+    for (const token of tokens) {
+      if (this.#tokenDelayMs > 0) await sleep(this.#tokenDelayMs, undefined, { signal: request.signal });
+      request.signal.throwIfAborted();
+      request.onDelta(token);
+    }
+    const seen = request.system.length + request.messages.reduce((n, m) => n + m.content.length, 0);
+    return { text, usage: { input_tokens: Math.ceil(seen / 4), output_tokens: tokens.length } };
+  }
+}

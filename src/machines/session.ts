@@ -1,0 +1,248 @@
+// The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running
+// and an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a
+// time) and the Idempotency-Keys in flight. The host provides `operate` (the I/O of one operation) and the
+// actions that answer waiting callers. State changes come in as events only after their commit.
+import {
+  type ActorRefFrom,
+  assign,
+  fromPromise,
+  initialTransition,
+  type SnapshotFrom,
+  setup,
+  transition,
+} from 'xstate';
+
+export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire';
+
+/** A unit of work on the session. JSON only: it is part of the snapshot while it runs. */
+export interface Operation {
+  id: string;
+  kind: OperationKind;
+  /** Idempotency-Key and the request's fingerprint, when the caller sent a key. */
+  key?: string;
+  fingerprint?: string;
+  payload?: unknown;
+}
+
+export type RejectCode = 'session_busy' | 'idempotency_key_reused' | 'session_closed' | 'session_expired';
+
+export interface SessionInput {
+  sessionId: string;
+  /** Epoch milliseconds after which the session counts as expired. */
+  expiresAt: number;
+  /** Operations that may wait behind the running one (DESIGN.md §4: 8). */
+  maxWaiting?: number;
+}
+
+export interface SessionContext {
+  sessionId: string;
+  expiresAt: number;
+  closedAt: string | null;
+  closeReason: string | null;
+  maxWaiting: number;
+  queue: Operation[];
+  current: Operation | null;
+  /** Idempotency-Key → the operation that carries it, while queued or running. */
+  inflight: Record<string, { opId: string; fingerprint: string }>;
+}
+
+export type SessionEvent =
+  /** A caller asks for an operation; `at` is the caller's clock (epoch ms), for the expiry check. */
+  | { type: 'SUBMIT'; op: Operation; at: number }
+  /** Committed: messages were stored; `byUser` when one of them came from the user. */
+  | { type: 'ACTIVITY'; expiresAt: number; byUser: boolean }
+  /** Committed: the inactivity warning was stored. */
+  | { type: 'WARNED' }
+  /** Committed: the session was closed. */
+  | { type: 'CLOSED'; closedAt: string; reason: string | null }
+  /** Committed: the session expired. */
+  | { type: 'EXPIRED' }
+  /** Used only to compute the snapshot to persist: what survives when no operation is in flight. */
+  | { type: 'SETTLE' };
+
+const stub = (name: string) => () => {
+  throw new Error(`${name} is provided by the session host`);
+};
+
+export const sessionMachine = setup({
+  types: {
+    context: {} as SessionContext,
+    events: {} as SessionEvent,
+    input: {} as SessionInput,
+  },
+  actors: {
+    operate: fromPromise<unknown, Operation>(async () => stub('operate')()),
+  },
+  actions: {
+    /** Answers the caller of `op` with an error; nothing was done. */
+    reject: (_, _params: { op: Operation; code: RejectCode }) => {},
+    /** Answers the caller of `op` with the result of the operation `target` (same key, same request). */
+    join: (_, _params: { op: Operation; target: string }) => {},
+    /** Answers every caller of `ops` with an error (the session closed or expired under them). */
+    rejectAll: (_, _params: { ops: Operation[]; code: RejectCode }) => {},
+    dequeue: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
+    finish: assign(({ context }) => {
+      const inflight = { ...context.inflight };
+      if (context.current?.key) delete inflight[context.current.key];
+      return { current: null, inflight };
+    }),
+    applyActivity: assign(({ event }) => (event.type === 'ACTIVITY' ? { expiresAt: event.expiresAt } : {})),
+  },
+  guards: {
+    joinsInflight: ({ context, event }) =>
+      event.type === 'SUBMIT' &&
+      event.op.key !== undefined &&
+      context.inflight[event.op.key]?.fingerprint === event.op.fingerprint,
+    keyInflight: ({ context, event }) =>
+      event.type === 'SUBMIT' && event.op.key !== undefined && event.op.key in context.inflight,
+    queueFull: ({ context }) => context.queue.length >= context.maxWaiting,
+    pastExpiry: ({ context, event }) => event.type === 'SUBMIT' && event.at >= context.expiresAt,
+    hasQueued: ({ context }) => context.queue.length > 0,
+    byUser: ({ event }) => event.type === 'ACTIVITY' && event.byUser,
+  },
+}).createMachine({
+  id: 'session',
+  context: ({ input }) => ({
+    sessionId: input.sessionId,
+    expiresAt: input.expiresAt,
+    closedAt: null,
+    closeReason: null,
+    maxWaiting: input.maxWaiting ?? 8,
+    queue: [],
+    current: null,
+    inflight: {},
+  }),
+  initial: 'active',
+  states: {
+    active: {
+      type: 'parallel',
+      on: {
+        SUBMIT: [
+          {
+            guard: 'joinsInflight',
+            actions: {
+              type: 'join',
+              params: ({ context, event }) => ({
+                op: event.op,
+                target: context.inflight[event.op.key ?? '']?.opId ?? '',
+              }),
+            },
+          },
+          {
+            guard: 'keyInflight',
+            actions: {
+              type: 'reject',
+              params: ({ event }) => ({ op: event.op, code: 'idempotency_key_reused' }),
+            },
+          },
+          {
+            guard: 'queueFull',
+            actions: { type: 'reject', params: ({ event }) => ({ op: event.op, code: 'session_busy' }) },
+          },
+          {
+            // Expiry is committed by an operation of its own, ahead of everything else waiting.
+            guard: 'pastExpiry',
+            actions: assign(({ context, event }) => {
+              const expireId = `expire_${context.sessionId}`;
+              const pending =
+                context.current?.id === expireId || context.queue.some((o) => o.id === expireId);
+              const expire: Operation[] = pending ? [] : [{ id: expireId, kind: 'expire' }];
+              return { queue: [...expire, ...context.queue, event.op], inflight: track(context, event.op) };
+            }),
+          },
+          {
+            actions: assign(({ context, event }) => ({
+              queue: [...context.queue, event.op],
+              inflight: track(context, event.op),
+            })),
+          },
+        ],
+        ACTIVITY: { actions: 'applyActivity' },
+        CLOSED: {
+          target: 'closed',
+          actions: [
+            assign(({ event }) => ({ closedAt: event.closedAt, closeReason: event.reason })),
+            {
+              type: 'rejectAll',
+              params: ({ context }) => ({ ops: context.queue, code: 'session_closed' as const }),
+            },
+          ],
+        },
+        EXPIRED: {
+          target: 'expired',
+          actions: {
+            type: 'rejectAll',
+            params: ({ context }) => ({ ops: context.queue, code: 'session_expired' as const }),
+          },
+        },
+        SETTLE: {
+          target: '.turn.idle',
+          actions: assign({ queue: [], current: null, inflight: {} }),
+        },
+      },
+      states: {
+        turn: {
+          initial: 'idle',
+          states: {
+            idle: { always: { guard: 'hasQueued', target: 'running', actions: 'dequeue' } },
+            running: {
+              invoke: {
+                id: 'operate',
+                src: 'operate',
+                input: ({ context }) => context.current ?? { id: 'none', kind: 'expire' },
+                onDone: { target: 'idle', actions: 'finish' },
+                onError: { target: 'idle', actions: 'finish' },
+              },
+            },
+          },
+        },
+        inactivity: {
+          initial: 'none',
+          states: {
+            none: { on: { WARNED: 'warned' } },
+            warned: { on: { ACTIVITY: { guard: 'byUser', target: 'none', actions: 'applyActivity' } } },
+          },
+        },
+      },
+    },
+    closed: { type: 'final' },
+    expired: { type: 'final' },
+  },
+});
+
+function track(context: SessionContext, op: Operation): SessionContext['inflight'] {
+  if (op.key === undefined || op.fingerprint === undefined) return context.inflight;
+  return { ...context.inflight, [op.key]: { opId: op.id, fingerprint: op.fingerprint } };
+}
+
+export type SessionMachine = typeof sessionMachine;
+export type SessionSnapshot = SnapshotFrom<SessionMachine>;
+export type SessionActor = ActorRefFrom<SessionMachine>;
+export type SessionStatus = 'active' | 'closed' | 'expired';
+
+export function statusOf(snapshot: SessionSnapshot): SessionStatus {
+  if (snapshot.matches('closed')) return 'closed';
+  if (snapshot.matches('expired')) return 'expired';
+  return 'active';
+}
+
+/**
+ * The snapshot to store: `snapshot` after `event` (when given), with no operation in flight. What is
+ * queued or running belongs to callers still waiting on this process; after a crash they are gone, and a
+ * retry (with its Idempotency-Key) finds the committed part of the work in the store.
+ */
+export function persistedSnapshot(
+  machine: SessionMachine,
+  snapshot: SessionSnapshot,
+  event?: SessionEvent,
+): string {
+  let next = event ? transition(machine, snapshot, event)[0] : snapshot;
+  if (next.status === 'active') next = transition(machine, next, { type: 'SETTLE' })[0];
+  return JSON.stringify(machine.getPersistedSnapshot(next));
+}
+
+/** The persisted snapshot of a new session. */
+export function initialPersistedSnapshot(machine: SessionMachine, input: SessionInput): string {
+  const [snapshot] = initialTransition(machine, input);
+  return JSON.stringify(machine.getPersistedSnapshot(snapshot));
+}
