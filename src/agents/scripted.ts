@@ -5,12 +5,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ModelReply, type ModelRequest, type Provider, ProviderError } from './provider.ts';
 
-const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
+const unescapeBlock = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
 /** The lines of a tagged block of the system prompt. */
 function blockLines(system: string, tag: string): string[] {
   const match = new RegExp(`<${tag}>\\n([\\s\\S]*?)\\n</${tag}>`).exec(system);
-  return match?.[1] ? match[1].split('\n').map(unescape) : [];
+  return match?.[1] ? match[1].split('\n').map(unescapeBlock) : [];
 }
 
 export function scriptedReply(request: Pick<ModelRequest, 'system' | 'messages'>): string {

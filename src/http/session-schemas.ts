@@ -31,7 +31,7 @@ export const contentBlockInput = z
       });
     }
   })
-  .meta({ id: 'ContentBlockInput' });
+  .meta({ id: 'ContentBlockCreate' });
 
 export const contentInput = z.union(
   [text().min(1).max(MAX_TEXT), z.array(contentBlockInput).min(1).max(MAX_BLOCKS)],

@@ -115,7 +115,7 @@ const sessionColumns = `s.id, s.tenant_id, s.agent_id, s.user_id, u.reference AS
   s.context, s.metadata, s.shard`;
 
 /** Escapes LIKE wildcards so a user's `%` or `_` matches itself. */
-const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\${c}`)}%`;
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 function isReferenceConflict(err: unknown): boolean {
   return (
