@@ -86,12 +86,14 @@ export const sessionMachine = setup({
       if (context.current?.key) delete inflight[context.current.key];
       return { current: null, inflight };
     }),
+    clearOperations: assign({ queue: [], current: null, inflight: {} }),
     applyActivity: assign(({ event }) => (event.type === 'ACTIVITY' ? { expiresAt: event.expiresAt } : {})),
   },
   guards: {
     joinsInflight: ({ context, event }) =>
       event.type === 'SUBMIT' &&
       event.op.key !== undefined &&
+      event.op.key in context.inflight &&
       context.inflight[event.op.key]?.fingerprint === event.op.fingerprint,
     keyInflight: ({ context, event }) =>
       event.type === 'SUBMIT' && event.op.key !== undefined && event.op.key in context.inflight,
@@ -170,19 +172,20 @@ export const sessionMachine = setup({
         },
         EXPIRED: {
           target: 'expired',
-          actions: {
-            type: 'rejectAll',
-            params: ({ context }) => ({ ops: context.queue, code: 'session_expired' as const }),
-          },
-        },
-        SETTLE: {
-          target: '.turn.idle',
-          actions: assign({ queue: [], current: null, inflight: {} }),
+          actions: [
+            {
+              type: 'rejectAll',
+              params: ({ context }) => ({ ops: context.queue, code: 'session_expired' as const }),
+            },
+            'clearOperations',
+          ],
         },
       },
       states: {
         turn: {
           initial: 'idle',
+          // On the region, not on `active`: re-entering `active` would reset the inactivity region too.
+          on: { SETTLE: { target: '.idle', actions: 'clearOperations' } },
           states: {
             idle: { always: { guard: 'hasQueued', target: 'running', actions: 'dequeue' } },
             running: {

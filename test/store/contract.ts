@@ -3,8 +3,25 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { SHARD_COUNT, shardOf } from '../../src/cluster/shard.ts';
 import { AppError } from '../../src/errors.ts';
-import type { NewApiKey, NewFile, Store, StoredFile, User } from '../../src/store/store.ts';
+import { newId } from '../../src/ids.ts';
+import {
+  type ContentBlock,
+  type Fence,
+  type IdempotencyRecord,
+  type MessageRecord,
+  type NewApiKey,
+  type NewFile,
+  type NewMessage,
+  type NewSession,
+  type SessionFilter,
+  type SessionRecord,
+  StaleEpochError,
+  type Store,
+  type StoredFile,
+  type User,
+} from '../../src/store/store.ts';
 
 /**
  * Opens a store for one test. It may share its database with other tests (ids are unique per test and
@@ -827,6 +844,805 @@ export function storeContract(name: string, open: OpenStore): void {
           assert.deepEqual([names(first), first.next_offset], [['a3.png', 'a2.png'], 2]);
           const second = await list(2);
           assert.deepEqual([names(second), second.next_offset], [['a1.png'], null]);
+        });
+      });
+    });
+
+    describe('sessions, messages, fencing and idempotency records', () => {
+      const ctx = useStore({ migrate: true });
+
+      async function tenant() {
+        return (await ctx.store.createTenant(unique('t'), 'Tenant')).id;
+      }
+
+      /** Takes ownership of a shard as a new node would, and returns its fence. */
+      async function claim(shard: number): Promise<Fence> {
+        const epochs = await ctx.store.claimShards(unique('node'), [shard]);
+        const epoch = epochs.get(shard);
+        assert.ok(epoch !== undefined, `an epoch for shard ${shard}`);
+        return { shard, epoch };
+      }
+
+      const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
+      function newSession(fields: Partial<NewSession> = {}): NewSession {
+        const id = fields.id ?? newId('ses');
+        return {
+          id,
+          agent_id: 'support',
+          user_id: null,
+          shard: shardOf(id),
+          context: {},
+          metadata: {},
+          expires_at: inAnHour(),
+          snapshot: JSON.stringify({ status: 'active', value: 'idle', context: { sessionId: id } }),
+          ...fields,
+        };
+      }
+
+      /** Creates a session under a freshly claimed fence of its shard. */
+      async function createSession(tenantId: string, fields: Partial<NewSession> = {}) {
+        const session = newSession(fields);
+        const fence = await claim(session.shard);
+        const record = await ctx.store.createSession(tenantId, session, fence);
+        return { session, record, fence };
+      }
+
+      /** Creates sessions one millisecond apart, so that "newest first" has one right answer. */
+      async function createSessions(tenantId: string, sessions: Partial<NewSession>[]) {
+        const created: SessionRecord[] = [];
+        for (const fields of sessions) {
+          const previous = created.at(-1);
+          if (previous) await pastInstant(previous.created_at);
+          created.push((await createSession(tenantId, fields)).record);
+        }
+        return created;
+      }
+
+      function message(turnId: string, role: 'user' | 'assistant', text: string): NewMessage {
+        return { id: newId('msg'), role, content: [{ type: 'text', text }], metadata: null, turn_id: turnId };
+      }
+
+      /** The stored form of messages committed at `at`. */
+      const stored = (sessionId: string, at: string, messages: NewMessage[]): MessageRecord[] =>
+        messages.map((m) => ({ ...m, session_id: sessionId, created_at: at }));
+
+      const isStale = (shard: number) => (err: unknown) =>
+        err instanceof StaleEpochError && err.shard === shard;
+
+      const snapshotOf = async (id: string) => (await ctx.store.loadSession(id))?.snapshot;
+
+      const all = { limit: 100, offset: 0 };
+
+      /** ISO instants `ms` milliseconds after the start of a test. */
+      const after = (start: number, ms: number) => new Date(start + ms).toISOString();
+
+      describe('claimShards', () => {
+        it('bumps the epoch of each named shard by one per claim and returns the new epochs', async () => {
+          const a = shardOf(newId('ses'));
+          const b = (a + 1) % SHARD_COUNT;
+          const first = await ctx.store.claimShards('node-a', [a, b]);
+          assert.deepEqual(
+            [...first.keys()].sort((x, y) => x - y),
+            [a, b].sort((x, y) => x - y),
+          );
+          const second = await ctx.store.claimShards('node-b', [a, b]);
+          assert.deepEqual(
+            [...second.keys()].sort((x, y) => x - y),
+            [a, b].sort((x, y) => x - y),
+          );
+          for (const shard of [a, b]) {
+            const before = first.get(shard);
+            assert.ok(Number.isInteger(before), `epoch of shard ${shard}`);
+            assert.equal(second.get(shard), (before as number) + 1);
+          }
+          // A claim of one shard leaves the others' epochs alone.
+          const third = await ctx.store.claimShards('node-c', [a]);
+          assert.deepEqual([...third.keys()], [a]);
+          assert.equal(third.get(a), (second.get(a) as number) + 1);
+          assert.equal((await ctx.store.claimShards('node-c', [b])).get(b), (second.get(b) as number) + 1);
+        });
+
+        it('claiming a shard again always gives a strictly greater epoch', async () => {
+          const shard = shardOf(newId('ses'));
+          let previous = (await claim(shard)).epoch;
+          for (let i = 0; i < 3; i++) {
+            const next = (await claim(shard)).epoch;
+            assert.ok(next > previous, `${next} > ${previous}`);
+            previous = next;
+          }
+        });
+      });
+
+      describe('createSession, getSession and loadSession', () => {
+        it('a session created under the current fence is active, empty and read back identically', async () => {
+          const tenantId = await tenant();
+          const user = await ctx.store.createUser(tenantId, unique('usr'), { reference: 'crm:7' });
+          const context = { locale: 'de-DE', cart: { items: [1, 2], total: 9.5 }, vip: true, none: null };
+          const metadata = { channel: 'web', tags: ['a', 'é'] };
+          const expiresAt = inAnHour();
+          const { session, record } = await createSession(tenantId, {
+            agent_id: 'sales',
+            user_id: user.id,
+            context,
+            metadata,
+            expires_at: expiresAt,
+          });
+          const expected: SessionRecord = {
+            id: session.id,
+            tenant_id: tenantId,
+            agent_id: 'sales',
+            user: { id: user.id, reference: 'crm:7' },
+            status: 'active',
+            created_at: record.created_at,
+            updated_at: record.created_at,
+            messages_count: 0,
+            last_message_at: null,
+            closed_at: null,
+            close_reason: null,
+            expires_at: expiresAt,
+            context,
+            metadata,
+            shard: session.shard,
+          };
+          assert.deepEqual(record, expected);
+          assert.match(record.created_at, isoInstant);
+          assert.deepEqual(await ctx.store.getSession(tenantId, session.id), expected);
+          assert.deepEqual(await ctx.store.loadSession(session.id), {
+            session: expected,
+            snapshot: session.snapshot,
+          });
+        });
+
+        it('a session without a user has user null; a user without a reference is linked with a null one', async () => {
+          const tenantId = await tenant();
+          const anonymous = await createSession(tenantId);
+          assert.equal(anonymous.record.user, null);
+          assert.equal((await ctx.store.getSession(tenantId, anonymous.session.id))?.user, null);
+          assert.deepEqual(anonymous.record.context, {});
+          assert.deepEqual(anonymous.record.metadata, {});
+
+          const user = await ctx.store.createUser(tenantId, unique('usr'), {});
+          const linked = await createSession(tenantId, { user_id: user.id });
+          assert.deepEqual(linked.record.user, { id: user.id, reference: null });
+          assert.deepEqual((await ctx.store.loadSession(linked.session.id))?.session.user, {
+            id: user.id,
+            reference: null,
+          });
+        });
+
+        it('createSession under a stale fence throws StaleEpochError and stores nothing', async () => {
+          const tenantId = await tenant();
+          const session = newSession();
+          const stale = await claim(session.shard);
+          const current = await claim(session.shard);
+          await assert.rejects(
+            () => ctx.store.createSession(tenantId, session, stale),
+            isStale(session.shard),
+          );
+          assert.equal(await ctx.store.getSession(tenantId, session.id), null);
+          assert.equal(await ctx.store.loadSession(session.id), null);
+          assert.deepEqual(await ctx.store.listSessions(tenantId, {}, all), { items: [], next_offset: null });
+          // An epoch the shard never had is refused as well: only the current one writes.
+          const ahead = { shard: session.shard, epoch: current.epoch + 1 };
+          await assert.rejects(
+            () => ctx.store.createSession(tenantId, session, ahead),
+            isStale(session.shard),
+          );
+          assert.equal(await ctx.store.loadSession(session.id), null);
+          // The current owner can create it.
+          const record = await ctx.store.createSession(tenantId, session, current);
+          assert.equal(record.id, session.id);
+        });
+
+        it("getSession is scoped to the tenant: another tenant's session reads as null", async () => {
+          const owner = await tenant();
+          const stranger = await tenant();
+          const { record } = await createSession(owner);
+          assert.equal(await ctx.store.getSession(stranger, record.id), null);
+          assert.deepEqual(await ctx.store.getSession(owner, record.id), record, 'the owner still has it');
+        });
+
+        it('an unknown session id reads as null', async () => {
+          const tenantId = await tenant();
+          assert.equal(await ctx.store.getSession(tenantId, newId('ses')), null);
+          assert.equal(await ctx.store.loadSession(newId('ses')), null);
+        });
+      });
+
+      describe('commitSession', () => {
+        it('appends messages in order, continuing the sequence across commits', async () => {
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const turn1 = newId('turn');
+          const turn2 = newId('turn');
+          const first = [
+            {
+              ...message(turn1, 'user', 'Hello'),
+              content: [
+                { type: 'text', text: 'Look at this' },
+                { type: 'image', file_id: 'file_img' },
+                { type: 'file', file_id: 'file_doc' },
+              ] satisfies ContentBlock[],
+              metadata: { client: 'web', n: 1 },
+            },
+            message(turn1, 'assistant', 'Hi! How can I help?'),
+          ];
+          const second = [
+            message(turn2, 'user', 'Where is my order?'),
+            message(turn2, 'assistant', 'Let me check.'),
+            message(turn2, 'assistant', 'It ships tomorrow.'),
+          ];
+          const start = Date.now();
+          const at1 = after(start, 1_000);
+          const result1 = await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: at1,
+            messages: first,
+            patch: { last_message_at: at1, snapshot: '{"step":1}' },
+          });
+          assert.deepEqual(result1, {
+            messages: stored(record.id, at1, first),
+            messages_count: 2,
+            updated_at: at1,
+          });
+
+          // Without `at`, the store stamps the write with its own clock.
+          const result2 = await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            messages: second,
+            patch: { snapshot: '{"step":2}' },
+          });
+          assert.match(result2.updated_at, isoInstant);
+          assert.equal(result2.messages_count, 5);
+          assert.deepEqual(result2.messages, stored(record.id, result2.updated_at, second));
+
+          const expected = [
+            ...stored(record.id, at1, first),
+            ...stored(record.id, result2.updated_at, second),
+          ];
+          assert.deepEqual(await ctx.store.listMessages(tenantId, record.id, all), {
+            items: expected,
+            next_offset: null,
+          });
+          assert.deepEqual(await ctx.store.turnMessages(record.id, turn1), expected.slice(0, 2));
+          assert.deepEqual(await ctx.store.turnMessages(record.id, turn2), expected.slice(2));
+          assert.deepEqual(await ctx.store.turnMessages(record.id, newId('turn')), []);
+          for (const m of expected) {
+            assert.deepEqual(await ctx.store.getMessage(tenantId, record.id, m.id), m);
+          }
+          const session = await ctx.store.getSession(tenantId, record.id);
+          assert.equal(session?.messages_count, 5);
+          assert.equal(session?.last_message_at, at1, 'last_message_at is set only when patched');
+          assert.equal(session?.updated_at, result2.updated_at);
+          assert.equal(session?.created_at, record.created_at);
+        });
+
+        it('recentMessages returns the last messages, oldest first', async () => {
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const turn = newId('turn');
+          const messages = ['one', 'two', 'three', 'four', 'five'].map((text, i) =>
+            message(turn, i % 2 === 0 ? 'user' : 'assistant', text),
+          );
+          const at = new Date().toISOString();
+          // Two commits, so that "last" has to follow the sequence across them.
+          for (const batch of [messages.slice(0, 3), messages.slice(3)]) {
+            await ctx.store.commitSession({
+              session_id: record.id,
+              fence,
+              at,
+              messages: batch,
+              patch: { snapshot: '{}' },
+            });
+          }
+          const texts = (list: MessageRecord[]) =>
+            list.map((m) => (m.content[0]?.type === 'text' ? m.content[0].text : m.content[0]?.file_id));
+          assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 2)), ['four', 'five']);
+          assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 4)), [
+            'two',
+            'three',
+            'four',
+            'five',
+          ]);
+          assert.deepEqual(await ctx.store.recentMessages(record.id, 10), stored(record.id, at, messages));
+          assert.deepEqual(await ctx.store.recentMessages(newId('ses'), 10), []);
+        });
+
+        it('listMessages pages oldest first with next_offset until no message follows', async () => {
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const turn = newId('turn');
+          const messages = Array.from({ length: 5 }, (_, i) => message(turn, 'user', `m${i}`));
+          const at = new Date().toISOString();
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at,
+            messages,
+            patch: { snapshot: '{}' },
+          });
+          const expected = stored(record.id, at, messages);
+          const list = (limit: number, offset: number) =>
+            ctx.store.listMessages(tenantId, record.id, { limit, offset });
+          assert.deepEqual(await list(2, 0), { items: expected.slice(0, 2), next_offset: 2 });
+          assert.deepEqual(await list(2, 2), { items: expected.slice(2, 4), next_offset: 4 });
+          assert.deepEqual(await list(2, 4), { items: expected.slice(4), next_offset: null });
+          assert.deepEqual(await list(3, 2), { items: expected.slice(2), next_offset: null });
+          assert.deepEqual(await list(5, 0), { items: expected, next_offset: null });
+          assert.deepEqual(await list(2, 5), { items: [], next_offset: null });
+        });
+
+        it('sets the patched columns, keeps the others, and uses `at` for updated_at', async () => {
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId, { metadata: { keep: true } });
+          const start = Date.now();
+          const at = after(start, 5_000);
+          const lastMessageAt = after(start, 4_000);
+          const expiresAt = after(start, 7_200_000);
+          const result = await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at,
+            patch: { last_message_at: lastMessageAt, expires_at: expiresAt, snapshot: '{"v":"extended"}' },
+          });
+          assert.deepEqual(result, { messages: [], messages_count: 0, updated_at: at });
+          const extended = {
+            ...record,
+            updated_at: at,
+            last_message_at: lastMessageAt,
+            expires_at: expiresAt,
+          };
+          assert.deepEqual(await ctx.store.getSession(tenantId, record.id), extended);
+          assert.equal(await snapshotOf(record.id), '{"v":"extended"}');
+
+          const closedAt = after(start, 6_000);
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: closedAt,
+            patch: {
+              status: 'closed',
+              closed_at: closedAt,
+              close_reason: 'resolved',
+              snapshot: '{"v":"closed"}',
+            },
+          });
+          const closed: SessionRecord = {
+            ...extended,
+            status: 'closed',
+            closed_at: closedAt,
+            close_reason: 'resolved',
+            updated_at: closedAt,
+          };
+          assert.deepEqual(await ctx.store.getSession(tenantId, record.id), closed);
+          assert.deepEqual(await ctx.store.loadSession(record.id), {
+            session: closed,
+            snapshot: '{"v":"closed"}',
+          });
+
+          // A patch of the snapshot alone changes only the snapshot and updated_at.
+          const later = after(start, 8_000);
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: later,
+            patch: { snapshot: '{"v":3}' },
+          });
+          const untouched = { ...closed, updated_at: later };
+          assert.deepEqual(await ctx.store.loadSession(record.id), {
+            session: untouched,
+            snapshot: '{"v":3}',
+          });
+
+          // An explicit null clears the close reason.
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: later,
+            patch: { close_reason: null, snapshot: '{"v":4}' },
+          });
+          assert.deepEqual(await ctx.store.getSession(tenantId, record.id), {
+            ...untouched,
+            close_reason: null,
+          });
+        });
+
+        it('a commit with a stale epoch throws StaleEpochError and changes nothing', async () => {
+          const tenantId = await tenant();
+          const { record, fence: stale } = await createSession(tenantId);
+          const turn = newId('turn');
+          const start = Date.now();
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence: stale,
+            at: after(start, 1_000),
+            messages: [message(turn, 'user', 'Hi'), message(turn, 'assistant', 'Hello')],
+            patch: { last_message_at: after(start, 1_000), snapshot: '{"v":"before"}' },
+            idempotency: {
+              key: 'key-1',
+              fingerprint: 'fp-1',
+              turn_id: turn,
+              user_message_id: null,
+              expires_at: after(start, 86_400_000),
+            },
+          });
+          const sessionBefore = await ctx.store.loadSession(record.id);
+          const messagesBefore = await ctx.store.listMessages(tenantId, record.id, all);
+          const recordBefore = await ctx.store.getIdempotencyRecord(record.id, 'key-1');
+          assert.ok(sessionBefore && messagesBefore && recordBefore);
+
+          // Another process takes the shard over.
+          const current = await claim(record.shard);
+          const lateTurn = newId('turn');
+          const late = message(lateTurn, 'user', 'Too late');
+          await assert.rejects(
+            () =>
+              ctx.store.commitSession({
+                session_id: record.id,
+                fence: stale,
+                at: after(start, 2_000),
+                messages: [late, message(lateTurn, 'assistant', 'Lost')],
+                patch: {
+                  status: 'closed',
+                  closed_at: after(start, 2_000),
+                  close_reason: 'fenced',
+                  expires_at: after(start, 9_000_000),
+                  last_message_at: after(start, 2_000),
+                  snapshot: '{"v":"stale"}',
+                },
+                idempotency: {
+                  key: 'key-2',
+                  fingerprint: 'fp-2',
+                  turn_id: lateTurn,
+                  user_message_id: late.id,
+                  expires_at: after(start, 86_400_000),
+                },
+                idempotencyResponse: { key: 'key-1', status_code: 200, response: { stale: true } },
+              }),
+            isStale(record.shard),
+          );
+          assert.deepEqual(await ctx.store.loadSession(record.id), sessionBefore);
+          assert.deepEqual(await ctx.store.listMessages(tenantId, record.id, all), messagesBefore);
+          assert.equal(await ctx.store.getMessage(tenantId, record.id, late.id), null);
+          assert.deepEqual(await ctx.store.turnMessages(record.id, lateTurn), []);
+          assert.deepEqual(await ctx.store.getIdempotencyRecord(record.id, 'key-1'), recordBefore);
+          assert.equal(await ctx.store.getIdempotencyRecord(record.id, 'key-2'), null);
+
+          // The new owner writes on, after the untouched state.
+          const next = message(newId('turn'), 'user', 'Still there?');
+          const result = await ctx.store.commitSession({
+            session_id: record.id,
+            fence: current,
+            messages: [next],
+            patch: { snapshot: '{"v":"after"}' },
+          });
+          assert.equal(result.messages_count, 3);
+          assert.deepEqual(
+            (await ctx.store.listMessages(tenantId, record.id, all))?.items.map((m) => m.id),
+            [...(messagesBefore.items.map((m) => m.id) ?? []), next.id],
+          );
+        });
+      });
+
+      describe('idempotency records', () => {
+        it('a new key is recorded without an answer; a later commit stores the answer', async () => {
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const turn = newId('turn');
+          const userMessage = message(turn, 'user', 'Hi');
+          const start = Date.now();
+          const at = after(start, 1_000);
+          const expiresAt = after(start, 86_400_000);
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at,
+            messages: [userMessage],
+            patch: { snapshot: '{}' },
+            idempotency: {
+              key: 'req-1',
+              fingerprint: 'sha256:abc',
+              turn_id: turn,
+              user_message_id: userMessage.id,
+              expires_at: expiresAt,
+            },
+          });
+          const pending: IdempotencyRecord = {
+            session_id: record.id,
+            key: 'req-1',
+            fingerprint: 'sha256:abc',
+            turn_id: turn,
+            status_code: null,
+            response: null,
+            created_at: at,
+            expires_at: expiresAt,
+          };
+          assert.deepEqual(await ctx.store.getIdempotencyRecord(record.id, 'req-1'), pending);
+
+          const response = {
+            turn_id: turn,
+            messages: [{ id: 'msg_1', content: [{ type: 'text', text: 'Hällo "quoted"' }] }],
+            usage: { tokens: 12, ratio: 0.5 },
+            done: true,
+            error: null,
+          };
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: after(start, 2_000),
+            messages: [message(turn, 'assistant', 'Hello')],
+            patch: { snapshot: '{}' },
+            idempotencyResponse: { key: 'req-1', status_code: 201, response },
+          });
+          assert.deepEqual(await ctx.store.getIdempotencyRecord(record.id, 'req-1'), {
+            ...pending,
+            status_code: 201,
+            response,
+          });
+          // Keys belong to their session.
+          assert.equal(await ctx.store.getIdempotencyRecord(record.id, 'req-2'), null);
+          const other = await createSession(tenantId);
+          assert.equal(await ctx.store.getIdempotencyRecord(other.record.id, 'req-1'), null);
+        });
+
+        it('recording the same key again replaces the record, answer and all', async () => {
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const start = Date.now();
+          const firstTurn = newId('turn');
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: after(start, 1_000),
+            patch: { snapshot: '{}' },
+            idempotency: {
+              key: 'req',
+              fingerprint: 'fp-old',
+              turn_id: firstTurn,
+              user_message_id: null,
+              expires_at: after(start, 2_000),
+            },
+          });
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: after(start, 1_500),
+            patch: { snapshot: '{}' },
+            idempotencyResponse: { key: 'req', status_code: 200, response: ['old'] },
+          });
+          const secondTurn = newId('turn');
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at: after(start, 3_000),
+            patch: { snapshot: '{}' },
+            idempotency: {
+              key: 'req',
+              fingerprint: 'fp-new',
+              turn_id: secondTurn,
+              user_message_id: null,
+              expires_at: after(start, 90_000_000),
+            },
+          });
+          assert.deepEqual(await ctx.store.getIdempotencyRecord(record.id, 'req'), {
+            session_id: record.id,
+            key: 'req',
+            fingerprint: 'fp-new',
+            turn_id: secondTurn,
+            status_code: null,
+            response: null,
+            created_at: after(start, 3_000),
+            expires_at: after(start, 90_000_000),
+          });
+        });
+
+        it('deleteExpiredIdempotencyRecords deletes only records whose expiry has passed and counts them', async () => {
+          // Expiries in 1990, long before anything other tests store: the count is then this test's alone.
+          const now = Date.parse('1990-06-01T00:00:00.000Z');
+          const iso = (ms: number) => new Date(now + ms).toISOString();
+          // Clears what an interrupted earlier run on a shared database may have left before `now`.
+          await ctx.store.deleteExpiredIdempotencyRecords(iso(0));
+          const tenantId = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const keys = { gone1: iso(-86_400_000), gone2: iso(-1), kept1: iso(1), kept2: iso(86_400_000) };
+          for (const [key, expires_at] of Object.entries(keys)) {
+            await ctx.store.commitSession({
+              session_id: record.id,
+              fence,
+              patch: { snapshot: '{}' },
+              idempotency: {
+                key,
+                fingerprint: key,
+                turn_id: newId('turn'),
+                user_message_id: null,
+                expires_at,
+              },
+            });
+          }
+          assert.equal(await ctx.store.deleteExpiredIdempotencyRecords(iso(0)), 2);
+          assert.equal(await ctx.store.getIdempotencyRecord(record.id, 'gone1'), null);
+          assert.equal(await ctx.store.getIdempotencyRecord(record.id, 'gone2'), null);
+          assert.equal((await ctx.store.getIdempotencyRecord(record.id, 'kept1'))?.expires_at, keys.kept1);
+          assert.equal((await ctx.store.getIdempotencyRecord(record.id, 'kept2'))?.expires_at, keys.kept2);
+          assert.equal(await ctx.store.deleteExpiredIdempotencyRecords(iso(0)), 0, 'nothing left to delete');
+          // Leaves nothing behind for later runs on a shared database.
+          assert.equal(await ctx.store.deleteExpiredIdempotencyRecords(iso(2 * 86_400_000)), 2);
+        });
+      });
+
+      describe('listSessions', () => {
+        it("lists the tenant's sessions newest first", async () => {
+          const tenantId = await tenant();
+          const sessions = await createSessions(tenantId, [{}, {}, {}]);
+          assert.deepEqual(await ctx.store.listSessions(tenantId, {}, all), {
+            items: sessions.reverse(),
+            next_offset: null,
+          });
+        });
+
+        it('filters by status, agent, user and the scope of agents, alone and combined', async () => {
+          const tenantId = await tenant();
+          const ann = await ctx.store.createUser(tenantId, unique('usr'), { reference: 'crm:ann' });
+          const bo = await ctx.store.createUser(tenantId, unique('usr'), {});
+          const [s1, s2, s3, s4] = await createSessions(tenantId, [
+            { agent_id: 'support', user_id: ann.id },
+            { agent_id: 'sales', user_id: ann.id },
+            { agent_id: 'support', user_id: bo.id },
+            { agent_id: 'billing' },
+          ]);
+          assert.ok(s1 && s2 && s3 && s4);
+          for (const [s, status] of [
+            [s2, 'closed'],
+            [s4, 'expired'],
+          ] as const) {
+            const fence = await claim(s.shard);
+            await ctx.store.commitSession({ session_id: s.id, fence, patch: { status, snapshot: '{}' } });
+          }
+          const ids = async (filter: SessionFilter) =>
+            (await ctx.store.listSessions(tenantId, filter, all)).items.map((s) => s.id);
+
+          assert.deepEqual(await ids({}), [s4.id, s3.id, s2.id, s1.id]);
+          assert.deepEqual(await ids({ status: 'active' }), [s3.id, s1.id]);
+          assert.deepEqual(await ids({ status: 'closed' }), [s2.id]);
+          assert.deepEqual(await ids({ status: 'expired' }), [s4.id]);
+          assert.deepEqual(await ids({ agent_id: 'support' }), [s3.id, s1.id]);
+          assert.deepEqual(await ids({ agent_id: 'nobody' }), []);
+          assert.deepEqual(await ids({ user_id: ann.id }), [s2.id, s1.id]);
+          assert.deepEqual(await ids({ user_id: bo.id }), [s3.id]);
+          assert.deepEqual(await ids({ agent_ids: ['sales', 'billing'] }), [s4.id, s2.id]);
+          assert.deepEqual(await ids({ agent_ids: ['support'] }), [s3.id, s1.id]);
+          assert.deepEqual(await ids({ agent_ids: [] }), [], 'a scope of no agents lists nothing');
+          assert.deepEqual(await ids({ agent_ids: ['support'], status: 'active', user_id: ann.id }), [s1.id]);
+          assert.deepEqual(await ids({ agent_ids: ['sales'], agent_id: 'support' }), []);
+          // The HTTP layer passes absent query parameters as undefined properties.
+          const none = { status: undefined, agent_id: undefined, user_id: undefined, agent_ids: undefined };
+          assert.deepEqual(await ids(none), [s4.id, s3.id, s2.id, s1.id]);
+          // Listed records are whole, with the user's reference.
+          const [listed] = (await ctx.store.listSessions(tenantId, { status: 'closed' }, all)).items;
+          assert.deepEqual(listed, await ctx.store.getSession(tenantId, s2.id));
+          assert.deepEqual(listed?.user, { id: ann.id, reference: 'crm:ann' });
+        });
+
+        it('pages carry next_offset until no session follows, even after a full last page', async () => {
+          const tenantId = await tenant();
+          const sessions = (await createSessions(tenantId, [{}, {}, {}, {}, {}])).reverse();
+          const list = (limit: number, offset: number) =>
+            ctx.store.listSessions(tenantId, {}, { limit, offset });
+          assert.deepEqual(await list(2, 0), { items: sessions.slice(0, 2), next_offset: 2 });
+          assert.deepEqual(await list(2, 2), { items: sessions.slice(2, 4), next_offset: 4 });
+          assert.deepEqual(await list(2, 4), { items: sessions.slice(4), next_offset: null });
+          assert.deepEqual(await list(3, 2), { items: sessions.slice(2), next_offset: null });
+          assert.deepEqual(await list(5, 0), { items: sessions, next_offset: null });
+          assert.deepEqual(await list(2, 5), { items: [], next_offset: null });
+        });
+
+        it("a tenant never lists another tenant's sessions", async () => {
+          const owner = await tenant();
+          const stranger = await tenant();
+          const { record } = await createSession(owner, { agent_id: 'support' });
+          assert.deepEqual(await ctx.store.listSessions(stranger, {}, all), { items: [], next_offset: null });
+          assert.deepEqual(await ctx.store.listSessions(stranger, { agent_id: 'support' }, all), {
+            items: [],
+            next_offset: null,
+          });
+          assert.deepEqual(await ctx.store.listSessions(owner, {}, all), {
+            items: [record],
+            next_offset: null,
+          });
+        });
+      });
+
+      describe('sessionsDueForExpiry', () => {
+        it('returns active sessions whose expiry has passed, oldest expiry first, up to the limit', async () => {
+          // Expiries in 1995, against a `now` of that time: unaffected by what other tests store for today.
+          const now = Date.parse('1995-03-01T12:00:00.000Z');
+          const iso = (ms: number) => new Date(now + ms).toISOString();
+          const tenantId = await tenant();
+          const created = await createSessions(tenantId, [
+            { expires_at: iso(-1) },
+            { expires_at: iso(-60_000) },
+            { expires_at: iso(-30_000) },
+            { expires_at: iso(0) },
+            { expires_at: iso(60_000) },
+          ]);
+          const [late, oldest, closed, exact, future] = created;
+          assert.ok(late && oldest && closed && exact && future);
+          const closedFence = await claim(closed.shard);
+          await ctx.store.commitSession({
+            session_id: closed.id,
+            fence: closedFence,
+            patch: { status: 'closed', closed_at: iso(-40_000), snapshot: '{}' },
+          });
+          const ours = new Set(created.map((s) => s.id));
+          const due = await ctx.store.sessionsDueForExpiry(iso(0), 1000);
+          // A shared database may hold other due sessions; ours come in expiry order among them.
+          assert.deepEqual(
+            due.filter((id) => ours.has(id)),
+            [oldest.id, late.id],
+          );
+          assert.equal((await ctx.store.sessionsDueForExpiry(iso(0), 1)).length, 1, 'the limit is kept');
+          // The expiry moves on with `now`.
+          assert.deepEqual(
+            (await ctx.store.sessionsDueForExpiry(iso(60_001), 1000)).filter((id) => ours.has(id)),
+            [oldest.id, late.id, exact.id, future.id],
+          );
+          // Expiring the sessions leaves nothing due behind for later runs on a shared database.
+          for (const s of [late, oldest, exact, future]) {
+            await ctx.store.commitSession({
+              session_id: s.id,
+              fence: await claim(s.shard),
+              patch: { status: 'expired', snapshot: '{}' },
+            });
+          }
+          assert.deepEqual(
+            (await ctx.store.sessionsDueForExpiry(iso(60_001), 1000)).filter((id) => ours.has(id)),
+            [],
+          );
+        });
+      });
+
+      describe('getMessage and listMessages', () => {
+        it('getMessage finds a message only through its own tenant and session', async () => {
+          const tenantId = await tenant();
+          const stranger = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          const sibling = await createSession(tenantId);
+          const m = message(newId('turn'), 'user', 'Hi');
+          const at = new Date().toISOString();
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            at,
+            messages: [m],
+            patch: { snapshot: '{}' },
+          });
+          const [expected] = stored(record.id, at, [m]);
+          assert.deepEqual(await ctx.store.getMessage(tenantId, record.id, m.id), expected);
+          assert.equal(await ctx.store.getMessage(stranger, record.id, m.id), null);
+          assert.equal(await ctx.store.getMessage(tenantId, sibling.record.id, m.id), null);
+          assert.equal(await ctx.store.getMessage(tenantId, record.id, newId('msg')), null);
+        });
+
+        it("listMessages is null for another tenant's or an unknown session, and empty for a new one", async () => {
+          const tenantId = await tenant();
+          const stranger = await tenant();
+          const { record, fence } = await createSession(tenantId);
+          assert.deepEqual(await ctx.store.listMessages(tenantId, record.id, all), {
+            items: [],
+            next_offset: null,
+          });
+          await ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            messages: [message(newId('turn'), 'user', 'Hi')],
+            patch: { snapshot: '{}' },
+          });
+          assert.equal(await ctx.store.listMessages(stranger, record.id, all), null);
+          assert.equal(await ctx.store.listMessages(tenantId, newId('ses'), all), null);
+          assert.equal((await ctx.store.listMessages(tenantId, record.id, all))?.items.length, 1);
         });
       });
     });
