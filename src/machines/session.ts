@@ -168,6 +168,7 @@ export const sessionMachine = setup({
               type: 'rejectAll',
               params: ({ context }) => ({ ops: context.queue, code: 'session_closed' as const }),
             },
+            'clearOperations',
           ],
         },
         EXPIRED: {
