@@ -455,7 +455,8 @@ export class SqliteStore implements Store {
         'UPDATE shard_owner SET epoch = epoch + 1, owner = ?, updated_at = ? WHERE shard = ? RETURNING epoch',
       );
       for (const shard of shards) {
-        const row = claim.get(owner, at, shard) as { epoch: number };
+        const row = claim.get(owner, at, shard) as { epoch: number } | undefined;
+        if (!row) throw new RangeError(`There is no shard ${shard}`);
         claimed.set(shard, row.epoch);
       }
       return claimed;
@@ -474,6 +475,14 @@ export class SqliteStore implements Store {
     const at = now();
     this.#write(() => {
       this.#checkFence(fence);
+      if (session.shard !== fence.shard) throw new StaleEpochError(session.shard);
+      if (session.user_id !== null) {
+        const user = this.#q('SELECT 1 FROM users WHERE id = ? AND tenant_id = ?').get(
+          session.user_id,
+          tenantId,
+        );
+        if (!user) throw new Error(`User ${session.user_id} is not a user of tenant ${tenantId}`);
+      }
       this.#q(
         `INSERT INTO sessions (id, tenant_id, agent_id, user_id, shard, status, context, metadata, expires_at,
            snapshot, created_at, updated_at)
@@ -486,7 +495,7 @@ export class SqliteStore implements Store {
         session.shard,
         json(session.context),
         json(session.metadata),
-        session.expires_at,
+        new Date(session.expires_at).toISOString(),
         session.snapshot,
         at,
         at,
@@ -547,6 +556,12 @@ export class SqliteStore implements Store {
     const at = write.at ?? now();
     return this.#write(() => {
       this.#checkFence(write.fence);
+      const owner = this.#q('SELECT shard FROM sessions WHERE id = ?').get(write.session_id) as
+        | { shard: number }
+        | undefined;
+      if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
+      // A fence of another shard proves nothing about this session's shard.
+      if (owner.shard !== write.fence.shard) throw new StaleEpochError(owner.shard);
       const messages: MessageRecord[] = [];
       if (write.messages && write.messages.length > 0) {
         const last = this.#q('SELECT max(seq) AS seq FROM messages WHERE session_id = ?').get(
@@ -581,13 +596,12 @@ export class SqliteStore implements Store {
         closed_at: p.closed_at ?? null,
         set_reason: p.close_reason === undefined ? 0 : 1,
         close_reason: p.close_reason ?? null,
-        expires_at: p.expires_at ?? null,
+        expires_at: p.expires_at === undefined ? null : new Date(p.expires_at).toISOString(),
         last_message_at: p.last_message_at ?? null,
         added: messages.length,
         snapshot: p.snapshot,
         at,
-      }) as { messages_count: number } | undefined;
-      if (!row) throw new Error(`Session ${write.session_id} does not exist`);
+      }) as { messages_count: number };
       if (write.idempotency) {
         const k = write.idempotency;
         this.#q(
@@ -609,7 +623,7 @@ export class SqliteStore implements Store {
   async sessionsDueForExpiry(at: string, limit: number): Promise<string[]> {
     const rows = this.#q(
       `SELECT id FROM sessions WHERE status = 'active' AND expires_at < ? ORDER BY expires_at LIMIT ?`,
-    ).all(at, limit) as { id: string }[];
+    ).all(new Date(at).toISOString(), limit) as { id: string }[];
     return rows.map((r) => r.id);
   }
 
