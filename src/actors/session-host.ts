@@ -79,6 +79,9 @@ const shardMoving = (sessionId: string, cause?: unknown) =>
     cause,
   });
 
+const shuttingDown = () =>
+  new AppError('service_unavailable', 'The service is shutting down.', { headers: { 'retry-after': '1' } });
+
 export class SessionHost {
   readonly #o: SessionHostOptions;
   readonly #entries = new Map<string, SessionEntry>();
@@ -110,7 +113,7 @@ export class SessionHost {
     clearTimeout(timer);
     this.#shutdown.abort(new Error('shutting down'));
     await settled;
-    for (const id of [...this.#entries.keys()]) this.#drop(id, 'shutdown');
+    for (const id of [...this.#entries.keys()]) this.#drop(id, 'shutdown', shuttingDown);
   }
 
   get residentCount(): number {
@@ -196,10 +199,13 @@ export class SessionHost {
     return context.current === null && context.queue.length === 0;
   }
 
-  #drop(sessionId: string, reason: string): void {
+  /** Drops an actor from memory; callers still waiting in its queue get `error`. */
+  #drop(sessionId: string, reason: string, error?: () => AppError): void {
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
     this.#entries.delete(sessionId);
+    const fail = error ?? (() => shardMoving(sessionId));
+    for (const op of entry.actor.getSnapshot().context.queue) this.#settle(op.id, { error: fail() });
     entry.actor.stop();
     this.#o.metrics.passivations.inc({ reason });
     this.#o.metrics.resident.set(this.#entries.size);
@@ -245,11 +251,7 @@ export class SessionHost {
       actors: {
         operate: fromPromise<unknown, Operation>(async ({ input: op }) => {
           const work = this.#closing
-            ? Promise.reject(
-                new AppError('service_unavailable', 'The service is shutting down.', {
-                  headers: { 'retry-after': '1' },
-                }),
-              )
+            ? Promise.reject(shuttingDown())
             : this.#o.run(this.#operationContext(entry), op);
           this.#running.add(work);
           try {
@@ -318,15 +320,8 @@ export class SessionHost {
     this.#o.coordinator.lost(shard);
     this.#o.log?.warn({ shard }, 'lost ownership of a shard; dropping its actors');
     for (const [id, entry] of this.#entries) {
-      if (entry.session.shard === shard) {
-        for (const op of entry.actor.getSnapshot().context.queue)
-          this.#settle(op.id, { error: shardMoving(id) });
-        this.#entries.delete(id);
-        entry.actor.stop();
-        this.#o.metrics.passivations.inc({ reason: 'lost' });
-      }
+      if (entry.session.shard === shard) this.#drop(id, 'lost');
     }
-    this.#o.metrics.resident.set(this.#entries.size);
   }
 
   #wait(opId: string, waiter: Waiter): void {

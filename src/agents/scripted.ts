@@ -46,7 +46,11 @@ export class ScriptedProvider implements Provider {
       request.signal.throwIfAborted();
       request.onDelta(token);
     }
-    const seen = request.system.length + request.messages.reduce((n, m) => n + m.content.length, 0);
+    // About four characters a token, like the real ones; enough for usage figures that move with input.
+    const seen = request.messages.reduce(
+      (n, m) => n + m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 1000), 0),
+      request.system.length,
+    );
     return { text, usage: { input_tokens: Math.ceil(seen / 4), output_tokens: tokens.length } };
   }
 }
