@@ -32,7 +32,7 @@ const agentSchema = z.strictObject({
   /** openai: the environment variable holding the API key (default OPENAI_API_KEY). */
   api_key_env: z
     .string()
-    .regex(/^[A-Z_][A-Z0-9_]*$/)
+    .regex(/^[A-Z][A-Z0-9_]*_API_KEY$/, 'must name an environment variable ending in _API_KEY')
     .optional(),
   temperature: z.number().min(0).max(2).optional(),
   max_tokens: z.number().int().min(1).optional(),

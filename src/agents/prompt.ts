@@ -9,6 +9,10 @@ export function escapeBlock(text: string): string {
   return text.replace(/[&<>]/g, (c) => entities[c] ?? c);
 }
 
+/** One `key: value` line; JSON keeps newlines in values (and odd keys) from forging lines of their own. */
+const line = (key: string, value: unknown) =>
+  `${/^[\w.-]+$/.test(key) ? key : JSON.stringify(key)}: ${JSON.stringify(value)}`;
+
 function block(tag: string, lines: string[]): string {
   return `<${tag}>\n${lines.map(escapeBlock).join('\n')}\n</${tag}>`;
 }
@@ -27,10 +31,10 @@ export function systemPrompt(instructions: string, context: JsonObject, user: Us
   }
   if (user) {
     const lines: string[] = [];
-    if (user.name) lines.push(`name: ${user.name}`);
-    if (user.email) lines.push(`email: ${user.email}`);
-    if (user.phone) lines.push(`phone: ${user.phone}`);
-    for (const [k, v] of Object.entries(user.info)) lines.push(`${k}: ${JSON.stringify(v)}`);
+    if (user.name) lines.push(line('name', user.name));
+    if (user.email) lines.push(line('email', user.email));
+    if (user.phone) lines.push(line('phone', user.phone));
+    for (const [k, v] of Object.entries(user.info)) lines.push(line(k, v));
     if (lines.length > 0) parts.push(block('user_info', lines));
   }
   return parts.join('\n\n');

@@ -17,9 +17,8 @@ export function scriptedReply(request: Pick<ModelRequest, 'system' | 'messages'>
   const last = request.messages.findLast((m) => m.role === 'user');
   const said = last?.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(' ') ?? '';
   const attachments = last?.content.filter((p) => p.type !== 'text').length ?? 0;
-  const name = blockLines(request.system, 'user_info')
-    .find((l) => l.startsWith('name: '))
-    ?.slice('name: '.length);
+  const nameLine = blockLines(request.system, 'user_info').find((l) => l.startsWith('name: '));
+  const name = nameLine ? String(JSON.parse(nameLine.slice('name: '.length))) : undefined;
   const context = blockLines(request.system, 'session_context');
   const parts = [name ? `Hello ${name}!` : 'Hello!', `You said: "${said}".`];
   if (context.length > 0) parts.push(`Context: ${context.join(', ')}.`);
