@@ -25,7 +25,7 @@ export function systemPrompt(instructions: string, context: JsonObject, user: Us
     parts.push(
       block(
         'session_context',
-        Object.entries(context).map(([k, v]) => `${k}: ${JSON.stringify(v)}`),
+        Object.entries(context).map(([k, v]) => line(k, v)),
       ),
     );
   }
