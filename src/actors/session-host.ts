@@ -144,7 +144,11 @@ export class SessionHost {
   }
 
   /** Hands `op` to the session's actor and waits for its answer. */
-  async submit(entry: SessionEntry, op: Operation): Promise<unknown> {
+  async submit(given: SessionEntry, op: Operation): Promise<unknown> {
+    // The actor may have been dropped (LRU, idle, lost shard) since the caller looked it up.
+    const entry = this.#entries.get(given.session.id) === given ? given : await this.entry(given.session.id);
+    if (!entry)
+      throw new AppError('session_not_found', undefined, { context: { session_id: given.session.id } });
     const status = this.status(entry);
     if (status !== 'active') throw statusError(status, entry.session.id);
     if (!this.#o.coordinator.fence(entry.session.shard)) throw shardMoving(entry.session.id);
@@ -232,16 +236,17 @@ export class SessionHost {
     shell.actor.start();
     this.#entries.set(sessionId, shell);
     this.#o.metrics.activations.inc();
-    this.#evictOverCap();
+    this.#evictOverCap(sessionId);
     this.#o.metrics.resident.set(this.#entries.size);
     return shell;
   }
 
-  #evictOverCap(): void {
+  /** Drops the least recently used idle actors over the cap, never `keep` (just activated for a caller). */
+  #evictOverCap(keep: string): void {
     if (this.#entries.size <= this.#o.maxResident) return;
     for (const [id, entry] of this.#entries) {
       if (this.#entries.size <= this.#o.maxResident) break;
-      if (this.#isIdle(entry)) this.#drop(id, 'lru');
+      if (id !== keep && this.#isIdle(entry)) this.#drop(id, 'lru');
     }
   }
 

@@ -156,7 +156,14 @@ export class SessionService {
     agentId: string,
     fields: SessionFields & { messages: MessageInput[] },
   ): Promise<TurnResult & { session_id: string }> {
-    this.agent(agentId);
+    const agent = this.agent(agentId);
+    const limit = agent.limits.messages_per_session;
+    if (fields.messages.length + 1 > limit) {
+      // Refused before the session exists, so a refused run leaves nothing behind.
+      throw new AppError('session_message_limit_reached', undefined, {
+        context: { limit, messages_count: fields.messages.length },
+      });
+    }
     const messages = await Promise.all(
       fields.messages.map(async (m, j) => ({
         id: newId('msg'),

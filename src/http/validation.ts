@@ -60,6 +60,9 @@ function typeOf(issue: Issue, data: unknown, root: string): { type: string; msg?
       return { type: 'value_error' };
     case 'invalid_value':
       return { type: 'enum' };
+    case 'invalid_union':
+      if (valueAt(data, issue.path) === undefined) return { type: 'missing', msg: 'Field required' };
+      return { type: 'value_error' };
     case 'custom': {
       if (valueAt(data, issue.path) === undefined) return { type: 'missing', msg: 'Field required' };
       const type = issue.params?.type;

@@ -160,9 +160,7 @@ describe('POST /v1/agents/sessions/{session_id}/messages', () => {
     assert.equal((await getSession(t, s.id)).messages_count, 4);
   });
 
-  it('reports a missing content with the 422 type missing, as every other missing field', {
-    todo: 'bug: a missing content is reported as type value_error (the union message), not missing',
-  }, async () => {
+  it('reports a missing content with the 422 type missing, as every other missing field', {}, async () => {
     const s = await createSession(t);
     assert422(await send(t, s.id, { role: 'user' }), ['body', 'content'], 'missing');
   });
