@@ -81,6 +81,27 @@ export function createOperationRunner(deps: OperationDeps): OperationRunner {
   };
 }
 
+/**
+ * What an earlier use of this Idempotency-Key left: its answer to replay, the turn it began and did not
+ * finish, or nothing (no key, or never used, or retention passed). Another request under the key: 409.
+ */
+export async function earlierAttempt(
+  store: Store,
+  sessionId: string,
+  key: string | undefined,
+  fingerprint: string | undefined,
+): Promise<TurnResult | { turn_id: string } | null> {
+  if (key === undefined) return null;
+  const record = await store.getIdempotencyRecord(sessionId, key);
+  if (!record || Date.parse(record.expires_at) <= Date.now()) return null;
+  if (record.fingerprint !== fingerprint) {
+    throw new AppError('idempotency_key_reused', undefined, { context: { idempotency_key: key } });
+  }
+  if (record.status_code === null) return { turn_id: record.turn_id };
+  const stored = record.response as { agent_message: PublicMessage };
+  return { turn_id: record.turn_id, agent_message: stored.agent_message, replayed: true };
+}
+
 function agentOf(deps: OperationDeps, agentId: string) {
   const agent = deps.catalogue.get(agentId);
   const provider = deps.providers.get(agentId);
@@ -99,20 +120,12 @@ async function send(deps: OperationDeps, context: OperationContext, op: Operatio
   let turnId = op.id;
   let userMessages: MessageRecord[] | null = null;
 
-  if (op.key !== undefined) {
-    const record = await store.getIdempotencyRecord(session.id, op.key);
-    if (record && Date.parse(record.expires_at) > now) {
-      if (record.fingerprint !== op.fingerprint) {
-        throw new AppError('idempotency_key_reused', undefined, { context: { idempotency_key: op.key } });
-      }
-      if (record.status_code !== null) {
-        const stored = record.response as { agent_message: PublicMessage };
-        return { turn_id: record.turn_id, agent_message: stored.agent_message, replayed: true };
-      }
-      // The first attempt stored its messages and then failed or died: produce the missing reply only.
-      turnId = record.turn_id;
-      userMessages = await store.turnMessages(session.id, turnId);
-    }
+  const earlier = await earlierAttempt(store, session.id, op.key, op.fingerprint);
+  if (earlier && 'replayed' in earlier) return earlier;
+  if (earlier) {
+    // The first attempt stored its messages and then failed or died: produce the missing reply only.
+    turnId = earlier.turn_id;
+    userMessages = await store.turnMessages(session.id, turnId);
   }
 
   const expiresAt = (at: number) => new Date(at + agent.session_ttl * 1000).toISOString();

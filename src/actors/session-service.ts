@@ -15,7 +15,7 @@ import {
   type Store,
   type User,
 } from '../store/store.ts';
-import type { SendPayload, TerminateResult, TurnResult } from './operations.ts';
+import { earlierAttempt, type SendPayload, type TerminateResult, type TurnResult } from './operations.ts';
 import type { SessionEntry, SessionHost } from './session-host.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
@@ -125,21 +125,9 @@ export class SessionService {
   ): Promise<TurnResult> {
     const entry = await this.#entry(tenantId, sessionId, options.authorize);
     const fingerprint = options.key === undefined ? undefined : fingerprintOf(options.operation, message);
-    if (options.key !== undefined) {
-      // A finished attempt is replayed whatever the session's status is now.
-      const record = await this.#o.store.getIdempotencyRecord(sessionId, options.key);
-      if (record && Date.parse(record.expires_at) > Date.now()) {
-        if (record.fingerprint !== fingerprint) {
-          throw new AppError('idempotency_key_reused', undefined, {
-            context: { idempotency_key: options.key },
-          });
-        }
-        if (record.status_code !== null) {
-          const stored = record.response as Pick<TurnResult, 'agent_message'>;
-          return { turn_id: record.turn_id, agent_message: stored.agent_message, replayed: true };
-        }
-      }
-    }
+    // A finished attempt is replayed whatever the session's status is now.
+    const earlier = await earlierAttempt(this.#o.store, sessionId, options.key, fingerprint);
+    if (earlier && 'replayed' in earlier) return earlier;
     const content = await this.#content(tenantId, message.content, ['body', 'content']);
     const payload: SendPayload = {
       messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
