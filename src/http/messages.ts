@@ -8,9 +8,13 @@ import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
 import { apiKeyErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
-import { agentReply, idempotencyHeaders, messageRequest, messageSchema } from './session-schemas.ts';
-
-const sessionParams = z.object({ session_id: z.string() });
+import {
+  agentReply,
+  idempotencyHeaders,
+  messageRequest,
+  messageSchema,
+  sessionParams,
+} from './session-schemas.ts';
 
 /** Errors a turn may end in, besides those of every API-key route. */
 export const turnErrors = {

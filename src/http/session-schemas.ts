@@ -86,6 +86,9 @@ export const sessionCreate = z
   })
   .meta({ id: 'SessionCreate' });
 
+/** The path of every route addressed to one session. */
+export const sessionParams = z.object({ session_id: z.string() });
+
 export const sessionStatus = z.enum(['active', 'closed', 'expired']);
 
 export const sessionSchema = z

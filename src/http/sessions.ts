@@ -8,13 +8,12 @@ import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
 import { apiKeyErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import {
   sessionCreate,
+  sessionParams,
   sessionSchema,
   sessionStatus,
   terminateRequest,
   terminateResult,
 } from './session-schemas.ts';
-
-const sessionParams = z.object({ session_id: z.string() });
 
 /** The Session resource; the store's record also carries routing fields that stay inside. */
 export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
