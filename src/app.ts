@@ -14,6 +14,7 @@ import { OpenAiProvider } from './agents/openai.ts';
 import type { Provider } from './agents/provider.ts';
 import { ScriptedProvider } from './agents/scripted.ts';
 import { ensureBootstrapKey } from './auth/api-keys.ts';
+import { SessionTokens, tokenSecret } from './auth/session-tokens.ts';
 import { LocalCoordinator } from './cluster/coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
@@ -22,6 +23,7 @@ import { frameworkErrorHandler, registerErrorHandling } from './http/error-handl
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
+import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
@@ -86,6 +88,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const catalogue = loadCatalogue(config.agentsFile);
   const providers = providersFor(catalogue, config);
   const store = deps.store ?? openStore(config);
+  const tokens = new SessionTokens(tokenSecret(config), config.tokenTtlSeconds);
   await store.migrate();
   const bootstrapKey = config.bootstrapApiKey
     ? await ensureBootstrapKey(store, config.bootstrapApiKey)
@@ -147,7 +150,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
 
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store });
-  await app.register(apiFamily, { store, config, sessions });
+  await app.register(apiFamily, { store, config, sessions, tokens });
+  await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens });
 
   app.addHook('onReady', async () => {
     if (bootstrapKey?.revoked_at) {

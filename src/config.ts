@@ -28,7 +28,7 @@ const envSchema = z.object({
   ),
   PARLEY_NODE_URL: optionalString.pipe(z.url().optional()),
   PARLEY_TOKEN_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 bytes').optional()),
-  PARLEY_TOKEN_TTL: integer(30, 86_400).default(900),
+  PARLEY_TOKEN_TTL: integer(1, 86_400).default(900),
   PARLEY_BOOTSTRAP_API_KEY: optionalString.pipe(
     z
       .string()

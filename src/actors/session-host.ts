@@ -67,7 +67,7 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-const statusError = (status: SessionStatus, sessionId: string) =>
+export const statusError = (status: SessionStatus, sessionId: string) =>
   new AppError(status === 'closed' ? 'session_closed' : 'session_expired', undefined, {
     context: { session_id: sessionId },
   });

@@ -15,8 +15,15 @@ import {
   type Store,
   type User,
 } from '../store/store.ts';
-import { earlierAttempt, type SendPayload, type TerminateResult, type TurnResult } from './operations.ts';
-import type { SessionEntry, SessionHost } from './session-host.ts';
+import {
+  earlierAttempt,
+  type InactivityPayload,
+  type InactivityResult,
+  type SendPayload,
+  type TerminateResult,
+  type TurnResult,
+} from './operations.ts';
+import { type SessionEntry, type SessionHost, statusError } from './session-host.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
@@ -121,14 +128,22 @@ export class SessionService {
     tenantId: string,
     sessionId: string,
     message: MessageInput,
-    options: { authorize: Authorize; key?: string; operation: 'plain' | 'stream' },
+    options: {
+      authorize: Authorize;
+      key?: string;
+      operation: 'plain' | 'stream';
+      /** Set on the public family: content blocks may only name files uploaded in this conversation. */
+      ownFilesOnly?: boolean;
+    },
   ): Promise<TurnResult> {
     const entry = await this.#entry(tenantId, sessionId, options.authorize);
     const fingerprint = options.key === undefined ? undefined : fingerprintOf(options.operation, message);
     // A finished attempt is replayed whatever the session's status is now.
     const earlier = await earlierAttempt(this.#o.store, sessionId, options.key, fingerprint);
     if (earlier && 'replayed' in earlier) return earlier;
-    const content = await this.#content(tenantId, message.content, ['body', 'content']);
+    const content = await this.#content(tenantId, message.content, ['body', 'content'], {
+      sessionId: options.ownFilesOnly ? sessionId : undefined,
+    });
     const payload: SendPayload = {
       messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
       reply: message.role === 'user',
@@ -169,6 +184,31 @@ export class SessionService {
       payload,
     })) as TurnResult;
     return { ...result, session_id: session.id };
+  }
+
+  /** The session when it still takes messages and files; 409 `session_closed` / `session_expired` otherwise. */
+  async activeSession(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionRecord> {
+    const entry = await this.#entry(tenantId, sessionId, authorize);
+    await this.#o.host.expireIfDue(sessionId);
+    const status = this.#o.host.status(entry);
+    if (status !== 'active') throw statusError(status, sessionId);
+    return entry.session;
+  }
+
+  /** Stores the agent's inactivity warning or final message (which may close the session). */
+  async inactivity(
+    tenantId: string,
+    sessionId: string,
+    step: 'warning' | 'final',
+    authorize: Authorize,
+  ): Promise<InactivityResult> {
+    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const payload: InactivityPayload = { step, messageId: newId('msg') };
+    return (await this.#o.host.submit(entry, {
+      id: newId('turn'),
+      kind: 'inactivity',
+      payload,
+    })) as InactivityResult;
   }
 
   /** Closes the session; a second call answers with the first closing. */
@@ -234,11 +274,15 @@ export class SessionService {
     return user;
   }
 
-  /** Normalised blocks; every file a block names must be the tenant's, and an image block an image. */
+  /**
+   * Normalised blocks; every file a block names must be the tenant's (or the one session's, when given),
+   * and an image block an image.
+   */
   async #content(
     tenantId: string,
     content: string | BlockInput[],
     loc: (string | number)[],
+    only: { sessionId?: string } = {},
   ): Promise<ContentBlock[]> {
     if (typeof content === 'string') return [{ type: 'text', text: content }];
     return Promise.all(
@@ -249,7 +293,7 @@ export class SessionService {
         const fileId = block.file_id ?? '';
         const type = block.type === 'image' ? 'image' : 'file';
         const file = await this.#o.store.getFile(tenantId, fileId);
-        if (!file) {
+        if (!file || (only.sessionId !== undefined && file.session_id !== only.sessionId)) {
           throw new AppError('file_not_found', undefined, {
             context: { file_id: fileId, param: [...loc, i, 'file_id'].join('.') },
           });

@@ -1,10 +1,12 @@
 // The server-side family (`/v1/agents/…`): every route in this scope is authenticated by X-API-Key and
-// rate-limited per key. Session tokens are never accepted here.
+// rate-limited per key. Session tokens are never accepted here; this family mints them.
 import type { FastifyInstance } from 'fastify';
 import type { SessionService } from '../actors/session-service.ts';
+import type { SessionTokens } from '../auth/session-tokens.ts';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/store.ts';
 import { requireApiKey } from './api-key-auth.ts';
+import { conversationsRoutes } from './conversations.ts';
 import { filesRoutes } from './files.ts';
 import { messagesRoutes } from './messages.ts';
 import { registerRateLimit } from './rate-limit.ts';
@@ -16,9 +18,13 @@ export interface ApiFamilyOptions {
   store: Store;
   config: Config;
   sessions: SessionService;
+  tokens: SessionTokens;
 }
 
-export async function apiFamily(scope: FastifyInstance, { store, config, sessions }: ApiFamilyOptions) {
+export async function apiFamily(
+  scope: FastifyInstance,
+  { store, config, sessions, tokens }: ApiFamilyOptions,
+) {
   // Documents the credential on every route of the family, for /docs and generated clients.
   scope.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, security: [{ apiKey: [] }] };
@@ -33,4 +39,5 @@ export async function apiFamily(scope: FastifyInstance, { store, config, session
   await scope.register(sessionsRoutes, { store, sessions });
   await scope.register(messagesRoutes, { store, sessions });
   await scope.register(runRoutes, { sessions });
+  await scope.register(conversationsRoutes, { sessions, tokens });
 }

@@ -88,14 +88,22 @@ export function sendError(reply: FastifyReply, error: AppError | ValidationError
   return reply.code(error.statusCode).send(errorBody(reply.request, error));
 }
 
+/** The error handler: logs what is our fault, answers with the envelope; a scope may `translate` errors. */
+export function handleError(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  translate: (e: AppError | ValidationError) => AppError | ValidationError = (e) => e,
+) {
+  const classified = translate(classify(error, request));
+  if (classified instanceof AppError && classified.statusCode >= 500) {
+    request.log.error({ err: error }, 'request failed');
+  }
+  return sendError(reply, classified);
+}
+
 export function registerErrorHandling(app: FastifyInstance) {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const classified = classify(error, request);
-    if (classified instanceof AppError && classified.statusCode >= 500) {
-      request.log.error({ err: error }, 'request failed');
-    }
-    return sendError(reply, classified);
-  });
+  app.setErrorHandler((error: FastifyError, request, reply) => handleError(error, request, reply));
 
   app.setNotFoundHandler((request, reply) =>
     sendError(

@@ -7,7 +7,7 @@ import { newId } from '../ids.ts';
 import type { JsonObject, Store } from '../store/store.ts';
 import { tenantOf } from './api-key-auth.ts';
 import {
-  apiKeyErrors,
+  authErrors,
   dateTimeQuery,
   errorEnvelope,
   metadataSchema,
@@ -80,7 +80,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
         summary: 'Upload a file to the tenant pool',
         consumes: ['multipart/form-data'],
         body: uploadBody,
-        response: { 201: fileSchema, 413: errorEnvelope, 415: errorEnvelope, ...apiKeyErrors },
+        response: { 201: fileSchema, 413: errorEnvelope, 415: errorEnvelope, ...authErrors },
       },
     },
     async (request, reply) => {
@@ -106,9 +106,14 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
           mime_type: z.string().max(255).optional(),
           created_after: dateTimeQuery.optional().meta({ description: 'Exclusive lower bound' }),
           created_before: dateTimeQuery.optional().meta({ description: 'Exclusive upper bound' }),
+          session_id: z
+            .string()
+            .max(200)
+            .optional()
+            .meta({ description: 'Only the files uploaded in this conversation' }),
           ...pageQuery,
         }),
-        response: { 200: pageOf(fileSchema), ...apiKeyErrors },
+        response: { 200: pageOf(fileSchema), ...authErrors },
       },
     },
     async (request) => {
@@ -124,7 +129,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
         tags: ['files'],
         summary: 'Read a file record',
         params: fileParams,
-        response: { 200: fileSchema, ...apiKeyErrors },
+        response: { 200: fileSchema, ...authErrors },
       },
     },
     async (request) => {
@@ -150,7 +155,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
               },
             },
           },
-          ...apiKeyErrors,
+          ...authErrors,
         },
       },
     },
@@ -174,7 +179,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
         tags: ['files'],
         summary: 'Delete a file from the tenant pool',
         params: fileParams,
-        response: { 204: z.null().meta({ description: 'Deleted' }), ...apiKeyErrors },
+        response: { 204: z.null().meta({ description: 'Deleted' }), ...authErrors },
       },
     },
     async (request, reply) => {

@@ -7,7 +7,7 @@ import type { SessionService } from '../actors/session-service.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import { apiKeyErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
+import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import {
   agentReply,
   idempotencyHeaders,
@@ -37,7 +37,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         params: sessionParams,
         headers: idempotencyHeaders,
         body: messageRequest,
-        response: { 201: agentReply, ...turnErrors, ...apiKeyErrors },
+        response: { 201: agentReply, ...turnErrors, ...authErrors },
       },
     },
     async (request, reply) => {
@@ -59,7 +59,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         summary: 'List the messages of a session, oldest first',
         params: sessionParams,
         querystring: z.object(pageQuery),
-        response: { 200: pageOf(messageSchema), ...apiKeyErrors },
+        response: { 200: pageOf(messageSchema), ...authErrors },
       },
     },
     async (request) => {
@@ -80,7 +80,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         tags: ['messages'],
         summary: 'Read a message',
         params: z.object({ session_id: z.string(), message_id: z.string() }),
-        response: { 200: messageSchema, ...apiKeyErrors },
+        response: { 200: messageSchema, ...authErrors },
       },
     },
     async (request) => {

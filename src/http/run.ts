@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
 import { turnErrors } from './messages.ts';
-import { apiKeyErrors, metadataSchema } from './schemas.ts';
+import { authErrors, metadataSchema } from './schemas.ts';
 import { contextSchema, messageRequest, messageSchema, userLookup } from './session-schemas.ts';
 
 const runRequest = z
@@ -30,7 +30,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = as
         response: {
           201: z.object({ agent_message: messageSchema, session_id: z.string() }).meta({ id: 'RunResult' }),
           ...turnErrors,
-          ...apiKeyErrors,
+          ...authErrors,
         },
       },
     },

@@ -99,8 +99,8 @@ export const validationErrorBody = z
   })
   .meta({ id: 'ValidationError' });
 
-/** Error responses that every API-key route may give, for the OpenAPI document. */
-export const apiKeyErrors = {
+/** Error responses that every authenticated route (API key or session token) may give, for the OpenAPI document. */
+export const authErrors = {
   401: errorEnvelope,
   403: errorEnvelope,
   404: errorEnvelope,

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import type { SessionRecord, Store } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import { apiKeyErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
+import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import {
   sessionCreate,
   sessionParams,
@@ -30,7 +30,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         summary: 'Create a session bound to an agent',
         params: z.object({ agent_id: z.string() }),
         body: sessionCreate,
-        response: { 201: sessionSchema, 503: errorEnvelope, ...apiKeyErrors },
+        response: { 201: sessionSchema, 503: errorEnvelope, ...authErrors },
       },
     },
     async (request, reply) => {
@@ -52,7 +52,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
           user_id: z.string().max(200).optional(),
           ...pageQuery,
         }),
-        response: { 200: pageOf(sessionSchema), ...apiKeyErrors },
+        response: { 200: pageOf(sessionSchema), ...authErrors },
       },
     },
     async (request) => {
@@ -74,7 +74,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         tags: ['sessions'],
         summary: 'Read a session',
         params: sessionParams,
-        response: { 200: sessionSchema, ...apiKeyErrors },
+        response: { 200: sessionSchema, ...authErrors },
       },
     },
     async (request) => {
@@ -93,7 +93,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         summary: 'Close a session (idempotent: a second call answers with the first closing)',
         params: sessionParams,
         body: terminateRequest,
-        response: { 200: terminateResult, 409: errorEnvelope, 503: errorEnvelope, ...apiKeyErrors },
+        response: { 200: terminateResult, 409: errorEnvelope, 503: errorEnvelope, ...authErrors },
       },
     },
     async (request) =>

@@ -8,6 +8,7 @@ import { type Migration, sqliteMigrations } from './sqlite-migrations.ts';
 import {
   type ApiKeyRecord,
   type ContentBlock,
+  type Feedback,
   type Fence,
   type FileFilter,
   type IdempotencyRecord,
@@ -58,6 +59,15 @@ const toFile = (r: Row): StoredFile => ({
   created_at: r.created_at as string,
   metadata: parseObject(r.metadata),
   session_id: (r.session_id as string | null) ?? null,
+});
+
+const toFeedback = (r: Row): Feedback => ({
+  id: r.id as string,
+  session_id: r.session_id as string,
+  score: r.score as number,
+  comment: (r.comment as string | null) ?? null,
+  metadata: parseObject(r.metadata),
+  submitted_at: r.submitted_at as string,
 });
 
 const toApiKey = (r: Row): ApiKeyRecord => ({
@@ -409,6 +419,10 @@ export class SqliteStore implements Store {
       where.push("name_lower LIKE @name ESCAPE '\\'");
       params.name = likePrefix(filter.name.toLowerCase());
     }
+    if (filter.session_id !== undefined) {
+      where.push('session_id = @session_id');
+      params.session_id = filter.session_id;
+    }
     if (filter.mime_type !== undefined) {
       where.push('mime_type = @mime_type');
       params.mime_type = filter.mime_type;
@@ -663,6 +677,33 @@ export class SqliteStore implements Store {
       turnId,
     ) as Row[];
     return rows.map(toMessage);
+  }
+
+  async upsertFeedback(
+    sessionId: string,
+    feedback: Omit<Feedback, 'session_id' | 'submitted_at'>,
+  ): Promise<Feedback> {
+    const row = this.#write(
+      () =>
+        this.#q(
+          `INSERT INTO feedback (id, session_id, score, comment, metadata, submitted_at)
+             VALUES (@id, @session_id, @score, @comment, @metadata, @submitted_at)
+           ON CONFLICT (session_id) DO UPDATE SET score = excluded.score, comment = excluded.comment,
+             metadata = excluded.metadata, submitted_at = excluded.submitted_at
+           RETURNING *`,
+        ).get({
+          ...feedback,
+          session_id: sessionId,
+          metadata: json(feedback.metadata),
+          submitted_at: now(),
+        }) as Row,
+    );
+    return toFeedback(row);
+  }
+
+  async getFeedback(sessionId: string): Promise<Feedback | null> {
+    const row = this.#q('SELECT * FROM feedback WHERE session_id = ?').get(sessionId) as Row | undefined;
+    return row ? toFeedback(row) : null;
   }
 
   async getIdempotencyRecord(sessionId: string, key: string): Promise<IdempotencyRecord | null> {

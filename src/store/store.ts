@@ -91,6 +91,8 @@ export interface FileFilter {
   /** ISO 8601 instants; both bounds are exclusive. */
   created_after?: string;
   created_before?: string;
+  /** Only the files uploaded in this conversation. */
+  session_id?: string;
 }
 
 export type SessionStatus = 'active' | 'closed' | 'expired';
@@ -169,6 +171,16 @@ export class StaleEpochError extends Error {
     super(`Shard ${shard} has a newer owner; the write was refused`);
     this.shard = shard;
   }
+}
+
+/** The one feedback of a conversation (NPS-style score 0–10). */
+export interface Feedback {
+  id: string;
+  session_id: string;
+  score: number;
+  comment: string | null;
+  metadata: JsonObject;
+  submitted_at: string;
 }
 
 export interface IdempotencyRecord {
@@ -281,6 +293,13 @@ export interface Store {
   recentMessages(sessionId: string, limit: number): Promise<MessageRecord[]>;
   /** The messages a turn stored, in order. */
   turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]>;
+
+  /** Stores the conversation's feedback, replacing an earlier one but keeping its id. */
+  upsertFeedback(
+    sessionId: string,
+    feedback: Omit<Feedback, 'session_id' | 'submitted_at'>,
+  ): Promise<Feedback>;
+  getFeedback(sessionId: string): Promise<Feedback | null>;
 
   /** The record of a key, expired or not (the caller decides). */
   getIdempotencyRecord(sessionId: string, key: string): Promise<IdempotencyRecord | null>;

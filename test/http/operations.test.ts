@@ -63,6 +63,14 @@ describe('/openapi.json', () => {
       '/v1/agents/files': ['post', 'get'],
       '/v1/agents/files/{file_id}': ['get', 'delete'],
       '/v1/agents/files/{file_id}/content': ['get'],
+      '/v1/agents/{agent_id}/conversations': ['post'],
+      '/v1/agents/conversations/{conversation_id}/token': ['post'],
+      '/v1/public/agents/conversations/{conversation_id}': ['get'],
+      '/v1/public/agents/conversations/{conversation_id}/messages': ['get', 'post'],
+      '/v1/public/agents/conversations/{conversation_id}/files': ['get', 'post'],
+      '/v1/public/agents/conversations/{conversation_id}/feedback': ['post'],
+      '/v1/public/agents/conversations/{conversation_id}/inactivity': ['post'],
+      '/v1/public/agents/conversations/{conversation_id}/terminate': ['post'],
       '/healthz': ['get'],
       '/readyz': ['get'],
       '/metrics': ['get'],
@@ -73,13 +81,25 @@ describe('/openapi.json', () => {
     }
     const list = doc.paths['/v1/agents/files'].get;
     const params = list.parameters.map((p: { name: string }) => p.name).sort();
-    assert.deepEqual(params, ['created_after', 'created_before', 'limit', 'mime_type', 'name', 'offset']);
+    assert.deepEqual(params, [
+      'created_after',
+      'created_before',
+      'limit',
+      'mime_type',
+      'name',
+      'offset',
+      'session_id',
+    ]);
     assert.ok(doc.paths['/v1/agents/files'].post.requestBody.content['multipart/form-data']);
     assert.ok(doc.paths['/v1/agents/users'].post.responses['422']);
     assert.ok(doc.paths['/v1/agents/users'].post.responses['409']);
     for (const [path, operations] of Object.entries<Record<string, { security?: unknown }>>(doc.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
-        const expected = path.startsWith('/v1/agents') ? [{ apiKey: [] }] : undefined;
+        const expected = path.startsWith('/v1/agents')
+          ? [{ apiKey: [] }]
+          : path.startsWith('/v1/public')
+            ? [{ sessionToken: [] }]
+            : undefined;
         assert.deepEqual(operation.security, expected, `security of ${method} ${path}`);
       }
     }

@@ -1,0 +1,129 @@
+// Session tokens of the public family: short-lived HS256 JWTs (jose) that name one conversation, its
+// tenant and agent (DESIGN.md §7). Only this module signs or reads them; the algorithm is pinned on verify.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { errors, jwtVerify, SignJWT } from 'jose';
+import { z } from 'zod';
+import { type Config, ConfigError } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { newId } from '../ids.ts';
+
+const ISSUER = 'parley';
+const AUDIENCE = 'parley-public';
+const ALGORITHM = 'HS256';
+
+/** What a verified token grants: one conversation of one tenant. */
+export interface SessionTokenClaims {
+  conversationId: string;
+  tenantId: string;
+  agentId: string;
+  jti: string;
+  expiresAt: string;
+}
+
+const claimsSchema = z.object({
+  sub: z.string().min(1),
+  tid: z.string().min(1),
+  agt: z.string().min(1),
+  jti: z.string().min(1),
+  exp: z.number(),
+});
+
+const SECRET_FILE = 'token-secret';
+
+/**
+ * The signing secret: PARLEY_TOKEN_SECRET, or on a single node one generated once into the data directory
+ * (so tokens survive restarts). Several nodes must share a secret, so there it has to be configured.
+ */
+export function tokenSecret(config: Config): Uint8Array {
+  if (config.tokenSecret) return new TextEncoder().encode(config.tokenSecret);
+  if (config.redisUrl || config.databaseUrl) {
+    throw new ConfigError(
+      'Invalid configuration: PARLEY_TOKEN_SECRET must be set (at least 32 bytes) when several processes share a store, so that every one accepts the same tokens.',
+    );
+  }
+  const file = join(config.dataDir, SECRET_FILE);
+  mkdirSync(config.dataDir, { recursive: true });
+  try {
+    // `wx`: a second process starting at the same moment keeps the first one's secret.
+    writeFileSync(file, randomBytes(32).toString('base64url'), { flag: 'wx', mode: 0o600 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const secret = readFileSync(file, 'utf8').trim();
+  if (secret.length < 32) {
+    throw new ConfigError(`Invalid configuration: ${file} holds a token secret shorter than 32 bytes.`);
+  }
+  return new TextEncoder().encode(secret);
+}
+
+const bearerChallenge = (description: string) =>
+  `Bearer error="invalid_token", error_description="${description}"`;
+
+export class SessionTokens {
+  readonly #secret: Uint8Array;
+  readonly #ttlSeconds: number;
+
+  constructor(secret: Uint8Array, ttlSeconds: number) {
+    this.#secret = secret;
+    this.#ttlSeconds = ttlSeconds;
+  }
+
+  /** A new token for the conversation; earlier ones stay valid until their own expiry. */
+  async mint(claims: {
+    conversationId: string;
+    tenantId: string;
+    agentId: string;
+  }): Promise<{ session_token: string; expires_at: string }> {
+    const issuedAt = Math.floor(Date.now() / 1000);
+    const expiresAt = issuedAt + this.#ttlSeconds;
+    const token = await new SignJWT({ tid: claims.tenantId, agt: claims.agentId })
+      .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .setSubject(claims.conversationId)
+      .setJti(newId('tok'))
+      .setIssuedAt(issuedAt)
+      .setExpirationTime(expiresAt)
+      .sign(this.#secret);
+    return { session_token: token, expires_at: new Date(expiresAt * 1000).toISOString() };
+  }
+
+  /** The token's claims; 401 `session_token_expired` or `session_token_invalid` otherwise. */
+  async verify(token: string): Promise<SessionTokenClaims> {
+    let payload: unknown;
+    try {
+      ({ payload } = await jwtVerify(token, this.#secret, {
+        algorithms: [ALGORITHM],
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        requiredClaims: ['sub', 'exp', 'jti'],
+      }));
+    } catch (err) {
+      if (err instanceof errors.JWTExpired) {
+        throw new AppError('session_token_expired', undefined, {
+          headers: { 'www-authenticate': bearerChallenge('The session token has expired') },
+          cause: err,
+        });
+      }
+      throw invalidToken(err);
+    }
+    const claims = claimsSchema.safeParse(payload);
+    if (!claims.success) throw invalidToken(claims.error);
+    const { sub, tid, agt, jti, exp } = claims.data;
+    return {
+      conversationId: sub,
+      tenantId: tid,
+      agentId: agt,
+      jti,
+      expiresAt: new Date(exp * 1000).toISOString(),
+    };
+  }
+}
+
+const invalidToken = (cause: unknown) =>
+  new AppError('session_token_invalid', undefined, {
+    headers: { 'www-authenticate': bearerChallenge('The session token is invalid') },
+    cause,
+  });

@@ -1,0 +1,62 @@
+// The public conversation family (`/v1/public/agents/conversations/{id}/…`): what a front-end calls with
+// a session token. CORS first (a preflight carries no token), then the token, then its own rate limit.
+import cors from '@fastify/cors';
+import type { FastifyError, FastifyInstance } from 'fastify';
+import type { SessionService } from '../actors/session-service.ts';
+import type { SessionTokens } from '../auth/session-tokens.ts';
+import type { Config } from '../config.ts';
+import type { Store } from '../store/store.ts';
+import { asConversationError } from './conversations.ts';
+import { handleError } from './error-handler.ts';
+import { publicConversationRoutes } from './public-conversation.ts';
+import { publicFilesRoutes } from './public-files.ts';
+import { registerRateLimit } from './rate-limit.ts';
+import { requireSessionToken } from './session-token-auth.ts';
+
+export const PUBLIC_PREFIX = '/v1/public/agents/conversations';
+
+export interface PublicFamilyOptions {
+  store: Store;
+  config: Config;
+  sessions: SessionService;
+  tokens: SessionTokens;
+}
+
+export async function publicFamily(scope: FastifyInstance, options: PublicFamilyOptions) {
+  const { config } = options;
+  scope.addHook('onRoute', (route) => {
+    route.schema = { ...route.schema, security: [{ sessionToken: [] }] };
+  });
+  if (config.corsOrigins.length > 0) {
+    await scope.register(cors, {
+      origin: config.corsOrigins.includes('*') ? '*' : [...config.corsOrigins],
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+      exposedHeaders: [
+        'X-Request-Id',
+        'Idempotent-Replayed',
+        'Retry-After',
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'WWW-Authenticate',
+      ],
+      maxAge: 600,
+    });
+  }
+  requireSessionToken(scope, options.tokens);
+  await registerRateLimit(scope, {
+    perMinute: config.rateLimit.perSessionToken,
+    // One budget per conversation, shared by its tokens: minting a fresh token does not reset it.
+    key: (request) => `conversation:${request.sessionToken?.conversationId ?? request.ip}`,
+  });
+  // Inside this family a session is a conversation, and its errors say so.
+  scope.setErrorHandler((error: FastifyError, request, reply) =>
+    handleError(error, request, reply, (e) =>
+      asConversationError(e, request.sessionToken?.conversationId ?? ''),
+    ),
+  );
+  const { store, sessions } = options;
+  await scope.register(publicConversationRoutes, { store, sessions });
+  await scope.register(publicFilesRoutes, { store, config, sessions });
+}
