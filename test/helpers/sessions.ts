@@ -19,6 +19,11 @@ export const testAgents = [
   { id: 'stally', timeouts: { total_ms: 5000, stall_ms: 200 } },
   /** Every token takes 2 ms, so that concurrent turns overlap. */
   { id: 'slow', scripted: { token_delay_ms: 2 } },
+  /** Own inactivity messages; the final one does not close the conversation. */
+  {
+    id: 'lingering',
+    inactivity: { warning_message: 'Still there?', final_message: 'Goodbye for now.', close_on_final: false },
+  },
 ];
 
 /** Writes a catalogue (JSON is YAML) to a temporary directory; returns its path and a cleanup. */
