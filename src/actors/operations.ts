@@ -6,7 +6,7 @@ import { callModel } from '../agents/call-model.ts';
 import type { Catalogue } from '../agents/catalogue.ts';
 import { toModelMessages } from '../agents/model-messages.ts';
 import { systemPrompt } from '../agents/prompt.ts';
-import type { Provider } from '../agents/provider.ts';
+import type { Provider, Usage } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
 import type { Operation } from '../machines/session.ts';
 import type { ContentBlock, JsonObject, MessageRecord, Store } from '../store/store.ts';
@@ -47,6 +47,8 @@ export interface SendPayload {
 export interface TurnResult {
   turn_id: string;
   agent_message: PublicMessage;
+  /** What the model call cost; null when no model was called now (a replay, an authored reply). */
+  usage: Usage | null;
   /** True when the answer is the stored one of an earlier attempt with the same Idempotency-Key. */
   replayed: boolean;
 }
@@ -112,7 +114,7 @@ export async function earlierAttempt(
   }
   if (record.status_code === null) return { turn_id: record.turn_id };
   const stored = record.response as { agent_message: PublicMessage };
-  return { turn_id: record.turn_id, agent_message: stored.agent_message, replayed: true };
+  return { turn_id: record.turn_id, agent_message: stored.agent_message, usage: null, replayed: true };
 }
 
 function agentOf(deps: OperationDeps, agentId: string) {
@@ -191,9 +193,12 @@ async function send(deps: OperationDeps, context: OperationContext, op: Operatio
     const last = result.messages.at(-1);
     if (done && last) {
       deps.metrics.turns.inc({ outcome: 'stored' });
-      return { turn_id: turnId, agent_message: publicMessage(last), replayed: false };
+      context.observer?.started(turnId, last, null);
+      return { turn_id: turnId, agent_message: publicMessage(last), usage: null, replayed: false };
     }
   }
+  const first = userMessages[0];
+  if (first) context.observer?.started(turnId, first, payload.replyId);
 
   let reply: Awaited<ReturnType<typeof callModel>>;
   const modelStarted = performance.now();
@@ -206,7 +211,7 @@ async function send(deps: OperationDeps, context: OperationContext, op: Operatio
         model: agent.model,
         system: systemPrompt(agent.instructions, session.context, user),
         messages: await toModelMessages(store, session.tenant_id, history),
-        onDelta: () => {},
+        onDelta: (text) => context.observer?.delta(text),
       },
       { totalMs: agent.timeouts.total_ms, stallMs: agent.timeouts.stall_ms, signal: context.signal },
     );
@@ -256,7 +261,7 @@ async function send(deps: OperationDeps, context: OperationContext, op: Operatio
   session.messages_count = result.messages_count;
   deps.metrics.turns.inc({ outcome: 'replied' });
   deps.metrics.turnDuration.observe((performance.now() - started) / 1000);
-  return { turn_id: turnId, agent_message: agentMessage, replayed: false };
+  return { turn_id: turnId, agent_message: agentMessage, usage: reply.usage, replayed: false };
 }
 
 async function terminate(context: OperationContext, op: Operation): Promise<TerminateResult> {

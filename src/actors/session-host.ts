@@ -15,6 +15,7 @@ import {
   statusOf,
 } from '../machines/session.ts';
 import {
+  type MessageRecord,
   type SessionRecord,
   type SessionWrite,
   type SessionWriteResult,
@@ -36,8 +37,18 @@ export type SessionChange = Omit<SessionWrite, 'session_id' | 'fence' | 'patch'>
   patch?: Omit<SessionWrite['patch'], 'snapshot'>;
 };
 
+/** Watches one turn as it happens, for a streamed reply. Called only after what it reports is committed. */
+export interface TurnObserver {
+  /** The turn's first message is stored; `replyId` is the id the agent's reply will have. */
+  started(turnId: string, message: MessageRecord, replyId: string | null): void;
+  /** A piece of the reply's text, as the model writes it. */
+  delta(text: string): void;
+}
+
 export interface OperationContext {
   readonly entry: SessionEntry;
+  /** The caller's observer, when it asked for a streamed turn. */
+  readonly observer: TurnObserver | undefined;
   /** Commits `change` together with the snapshot the actor will have after `event`, then sends `event`. */
   commit(change: SessionChange, event?: SessionEvent): Promise<SessionWriteResult>;
   /** Aborted when the host shuts down. */
@@ -87,6 +98,7 @@ export class SessionHost {
   readonly #entries = new Map<string, SessionEntry>();
   readonly #activating = new Map<string, Promise<SessionEntry | null>>();
   readonly #waiters = new Map<string, Waiter[]>();
+  readonly #observers = new Map<string, TurnObserver>();
   readonly #running = new Set<Promise<unknown>>();
   readonly #shutdown = new AbortController();
   #timer: NodeJS.Timeout | undefined;
@@ -143,8 +155,8 @@ export class SessionHost {
     return statusOf(entry.actor.getSnapshot());
   }
 
-  /** Hands `op` to the session's actor and waits for its answer. */
-  async submit(given: SessionEntry, op: Operation): Promise<unknown> {
+  /** Hands `op` to the session's actor and waits for its answer; `observer` watches it run. */
+  async submit(given: SessionEntry, op: Operation, observer?: TurnObserver): Promise<unknown> {
     // The actor may have been dropped (LRU, idle, lost shard) since the caller looked it up.
     const entry = this.#entries.get(given.session.id) === given ? given : await this.entry(given.session.id);
     if (!entry)
@@ -153,6 +165,7 @@ export class SessionHost {
     if (status !== 'active') throw statusError(status, entry.session.id);
     if (!this.#o.coordinator.fence(entry.session.shard)) throw shardMoving(entry.session.id);
     const answer = new Promise((resolve, reject) => this.#wait(op.id, { resolve, reject }));
+    if (observer) this.#observers.set(op.id, observer);
     entry.actor.send({ type: 'SUBMIT', op, at: Date.now() });
     return answer;
   }
@@ -257,7 +270,7 @@ export class SessionHost {
         operate: fromPromise<unknown, Operation>(async ({ input: op }) => {
           const work = this.#closing
             ? Promise.reject(shuttingDown())
-            : this.#o.run(this.#operationContext(entry), op);
+            : this.#o.run(this.#operationContext(entry, this.#observers.get(op.id)), op);
           this.#running.add(work);
           try {
             this.#settle(op.id, { value: await work });
@@ -278,8 +291,10 @@ export class SessionHost {
             }),
           }),
         join: (_, { op, target }) => {
+          // The joiner gets the first attempt's answer only, not its events.
           const waiters = this.#waiters.get(op.id) ?? [];
           this.#waiters.delete(op.id);
+          this.#observers.delete(op.id);
           for (const w of waiters) this.#wait(target, w);
         },
         rejectAll: (_, { ops, code }) => {
@@ -292,9 +307,10 @@ export class SessionHost {
     });
   }
 
-  #operationContext(entry: SessionEntry): OperationContext {
+  #operationContext(entry: SessionEntry, observer: TurnObserver | undefined): OperationContext {
     return {
       entry,
+      observer,
       signal: this.#shutdown.signal,
       commit: async (change, event) => {
         const { shard } = entry.session;
@@ -338,6 +354,7 @@ export class SessionHost {
   #settle(opId: string, outcome: { value: unknown } | { error: unknown }): void {
     const waiters = this.#waiters.get(opId);
     this.#waiters.delete(opId);
+    this.#observers.delete(opId);
     for (const w of waiters ?? []) {
       if ('error' in outcome) w.reject(outcome.error);
       else w.resolve(outcome.value);

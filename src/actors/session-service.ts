@@ -6,10 +6,11 @@ import type { Coordinator } from '../cluster/coordinator.ts';
 import { shardOf } from '../cluster/shard.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { initialPersistedSnapshot, sessionMachine } from '../machines/session.ts';
+import { initialPersistedSnapshot, type SessionStatus, sessionMachine } from '../machines/session.ts';
 import {
   type ContentBlock,
   type JsonObject,
+  type MessageRecord,
   type SessionRecord,
   StaleEpochError,
   type Store,
@@ -23,7 +24,7 @@ import {
   type TerminateResult,
   type TurnResult,
 } from './operations.ts';
-import { type SessionEntry, type SessionHost, statusError } from './session-host.ts';
+import { type SessionEntry, type SessionHost, statusError, type TurnObserver } from './session-host.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
@@ -38,6 +39,9 @@ export interface SessionFields {
   context?: JsonObject | null;
   metadata?: JsonObject | null;
 }
+
+/** A turn's answer, with the session's status once it finished. */
+export type SendResult = TurnResult & { session_status: SessionStatus };
 
 /** Who may touch a session beyond its tenant (the API key's agent scope, the token's conversation). */
 export type Authorize = (session: SessionRecord) => void;
@@ -134,13 +138,15 @@ export class SessionService {
       operation: 'plain' | 'stream';
       /** Set on the public family: content blocks may only name files uploaded in this conversation. */
       ownFilesOnly?: boolean;
+      /** Watches the turn as it runs (streamed sends). */
+      observer?: TurnObserver;
     },
-  ): Promise<TurnResult> {
+  ): Promise<SendResult> {
     const entry = await this.#entry(tenantId, sessionId, options.authorize);
     const fingerprint = options.key === undefined ? undefined : fingerprintOf(options.operation, message);
     // A finished attempt is replayed whatever the session's status is now.
     const earlier = await earlierAttempt(this.#o.store, sessionId, options.key, fingerprint);
-    if (earlier && 'replayed' in earlier) return earlier;
+    if (earlier && 'replayed' in earlier) return { ...earlier, session_status: this.#o.host.status(entry) };
     const content = await this.#content(tenantId, message.content, ['body', 'content'], {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
@@ -150,7 +156,13 @@ export class SessionService {
       replyId: newId('msg'),
     };
     const op = { id: newId('turn'), kind: 'send' as const, key: options.key, fingerprint, payload };
-    return (await this.#o.host.submit(entry, op)) as TurnResult;
+    const result = (await this.#o.host.submit(entry, op, options.observer)) as TurnResult;
+    return { ...result, session_status: this.#o.host.status(entry) };
+  }
+
+  /** The first message a turn stored (what a streamed replay reports as the turn's start). */
+  async turnStart(sessionId: string, turnId: string): Promise<MessageRecord | null> {
+    return (await this.#o.store.turnMessages(sessionId, turnId))[0] ?? null;
   }
 
   /** Creates a session, stores `messages` in it and returns the agent's reply to them. */

@@ -15,6 +15,7 @@ import {
   messageSchema,
   sessionParams,
 } from './session-schemas.ts';
+import { sseResponse, streamTurn } from './turn-stream.ts';
 
 /** Errors a turn may end in, besides those of every API-key route. */
 export const turnErrors = {
@@ -48,6 +49,35 @@ export const messagesRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
       });
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(201).send({ agent_message: result.agent_message });
+    },
+  );
+
+  app.post(
+    '/v1/agents/sessions/:session_id/messages/stream',
+    {
+      schema: {
+        tags: ['messages'],
+        summary: "Send a message and stream the agent's reply as Server-Sent Events",
+        params: sessionParams,
+        headers: idempotencyHeaders,
+        body: messageRequest,
+        response: { 200: sseResponse, ...turnErrors, ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      const { session_id } = request.params;
+      return streamTurn(reply, {
+        sessionId: session_id,
+        run: (observer) =>
+          sessions.send(tenantOf(request), session_id, request.body, {
+            authorize: (s) => assertAgentAllowed(request, s.agent_id),
+            key: request.headers['idempotency-key'],
+            operation: 'stream',
+            observer,
+          }),
+        turnStart: (turnId) => sessions.turnStart(session_id, turnId),
+        log: request.log,
+      });
     },
   );
 

@@ -20,6 +20,7 @@ import {
   terminateResult,
 } from './session-schemas.ts';
 import { tokenOf } from './session-token-auth.ts';
+import { sseResponse, streamTurn } from './turn-stream.ts';
 
 const feedbackRequest = z
   .strictObject({
@@ -49,6 +50,19 @@ const inactivityResult = z
     conversation_status: sessionStatus,
   })
   .meta({ id: 'InactivityResult' });
+
+/** An end user must not forge agent turns (DESIGN.md §4). */
+function assertUserRole(role: 'user' | 'assistant') {
+  if (role !== 'user') {
+    throw new AppError(
+      'role_not_allowed',
+      'Through a session token only the user speaks; send role "user".',
+      {
+        context: { role },
+      },
+    );
+  }
+}
 
 /** The token already names the conversation and its tenant; nothing more to authorize. */
 const anyAgent = () => {};
@@ -107,15 +121,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     },
     async (request, reply) => {
       const token = tokenOf(request);
-      if (request.body.role !== 'user') {
-        throw new AppError(
-          'role_not_allowed',
-          'Through a session token only the user speaks; send role "user".',
-          {
-            context: { role: request.body.role },
-          },
-        );
-      }
+      assertUserRole(request.body.role);
       const result = await sessions.send(token.tenantId, token.conversationId, request.body, {
         authorize: anyAgent,
         key: request.headers['idempotency-key'],
@@ -124,6 +130,37 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       });
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(201).send({ agent_message: result.agent_message });
+    },
+  );
+
+  app.post(
+    '/:conversation_id/messages/stream',
+    {
+      schema: {
+        tags: ['public'],
+        summary: "Send a message and stream the agent's reply as Server-Sent Events",
+        params: conversationParams,
+        headers: idempotencyHeaders,
+        body: messageRequest,
+        response: { 200: sseResponse, ...turnErrors, ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      const token = tokenOf(request);
+      assertUserRole(request.body.role);
+      return streamTurn(reply, {
+        sessionId: token.conversationId,
+        run: (observer) =>
+          sessions.send(token.tenantId, token.conversationId, request.body, {
+            authorize: anyAgent,
+            key: request.headers['idempotency-key'],
+            operation: 'stream',
+            ownFilesOnly: true,
+            observer,
+          }),
+        turnStart: (turnId) => sessions.turnStart(token.conversationId, turnId),
+        log: request.log,
+      });
     },
   );
 

@@ -1,0 +1,60 @@
+// Server-Sent Events as a Readable that Fastify sends: events in text/event-stream framing, a `: ping`
+// comment every 15 s so that idle proxies keep the connection, and a signal for when the reader is slow.
+import { Readable } from 'node:stream';
+
+export const SSE_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache',
+  // nginx and its kind buffer responses unless told not to.
+  'x-accel-buffering': 'no',
+} as const;
+
+export class SseStream extends Readable {
+  readonly #ping: NodeJS.Timeout;
+  #backedUp = false;
+  #closed = false;
+  /** Called when a slow reader has caught up (what was held back may be sent now). */
+  onDemand: (() => void) | undefined;
+
+  constructor(pingMs = 15_000) {
+    // A small buffer: beyond it the writer holds back (and merges) instead of queueing.
+    super({ highWaterMark: 16 * 1024 });
+    this.#ping = setInterval(() => this.#push(': ping\n\n'), pingMs);
+    this.#ping.unref();
+  }
+
+  /** True while the reader is behind: the writer should merge what it can rather than send it now. */
+  get backedUp(): boolean {
+    return this.#backedUp;
+  }
+
+  /** Sends one event; ignored once the stream is closed or the client has gone. */
+  send(event: string, id: string, data: unknown): void {
+    this.#push(`event: ${event}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** Ends the stream after what was sent. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#ping);
+    if (!this.destroyed) this.push(null);
+  }
+
+  override _read(): void {
+    if (!this.#backedUp) return;
+    this.#backedUp = false;
+    this.onDemand?.();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.#closed = true;
+    clearInterval(this.#ping);
+    callback(error);
+  }
+
+  #push(chunk: string): void {
+    if (this.#closed || this.destroyed) return;
+    if (!this.push(chunk)) this.#backedUp = true;
+  }
+}
