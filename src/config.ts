@@ -44,6 +44,7 @@ const envSchema = z.object({
   PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
   PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
   PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
+  PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
   OPENAI_API_KEY: optionalString,
   OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -64,6 +65,8 @@ export interface Config {
   readonly rateLimit: { readonly perApiKey: number; readonly perSessionToken: number };
   readonly limits: { readonly bodyBytes: number; readonly uploadBytes: number };
   readonly actors: { readonly maxResident: number; readonly idleMs: number; readonly sweepMs: number };
+  /** Between `: ping` comments on an open event stream. */
+  readonly ssePingMs: number;
   readonly openai: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined };
   /** Variables named `*_API_KEY` (but the bootstrap key), for agents that name theirs with `api_key_env`. */
   readonly providerKeys: Readonly<Record<string, string>>;
@@ -105,6 +108,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleMs: e.PARLEY_ACTOR_IDLE_SECONDS * 1000,
       sweepMs: e.PARLEY_SWEEP_SECONDS * 1000,
     },
+    ssePingMs: e.PARLEY_SSE_PING_SECONDS * 1000,
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
     providerKeys: Object.fromEntries(
       Object.entries(env).filter(

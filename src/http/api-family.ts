@@ -37,7 +37,7 @@ export async function apiFamily(
   await scope.register(usersRoutes, { store });
   await scope.register(filesRoutes, { store, uploadLimitBytes: config.limits.uploadBytes });
   await scope.register(sessionsRoutes, { store, sessions });
-  await scope.register(messagesRoutes, { store, sessions });
+  await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs });
   await scope.register(runRoutes, { sessions });
   await scope.register(conversationsRoutes, { sessions, tokens });
 }

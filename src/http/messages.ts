@@ -25,10 +25,11 @@ export const turnErrors = {
   504: errorEnvelope,
 } as const;
 
-export const messagesRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: SessionService }> = async (
-  app,
-  { store, sessions },
-) => {
+export const messagesRoutes: FastifyPluginAsyncZod<{
+  store: Store;
+  sessions: SessionService;
+  pingMs: number;
+}> = async (app, { store, sessions, pingMs }) => {
   app.post(
     '/v1/agents/sessions/:session_id/messages',
     {
@@ -77,6 +78,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
           }),
         turnStart: (turnId) => sessions.turnStart(session_id, turnId),
         log: request.log,
+        pingMs,
       });
     },
   );

@@ -70,7 +70,8 @@ const anyAgent = () => {};
 export const publicConversationRoutes: FastifyPluginAsyncZod<{
   store: Store;
   sessions: SessionService;
-}> = async (app, { store, sessions }) => {
+  pingMs: number;
+}> = async (app, { store, sessions, pingMs }) => {
   app.get(
     '/:conversation_id',
     {
@@ -160,6 +161,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
           }),
         turnStart: (turnId) => sessions.turnStart(token.conversationId, turnId),
         log: request.log,
+        pingMs,
       });
     },
   );

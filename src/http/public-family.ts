@@ -57,6 +57,6 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
     ),
   );
   const { store, sessions } = options;
-  await scope.register(publicConversationRoutes, { store, sessions });
+  await scope.register(publicConversationRoutes, { store, sessions, pingMs: config.ssePingMs });
   await scope.register(publicFilesRoutes, { store, config, sessions });
 }
