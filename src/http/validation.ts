@@ -59,6 +59,7 @@ function typeOf(issue: Issue, data: unknown, root: string): { type: string; msg?
       if (issue.format === 'datetime') return { type: 'datetime_parsing' };
       return { type: 'value_error' };
     case 'invalid_value':
+      if (valueAt(data, issue.path) === undefined) return { type: 'missing', msg: 'Field required' };
       return { type: 'enum' };
     case 'invalid_union':
       if (valueAt(data, issue.path) === undefined) return { type: 'missing', msg: 'Field required' };
