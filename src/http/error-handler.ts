@@ -105,13 +105,16 @@ export function handleError(
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request, reply) => handleError(error, request, reply));
 
-  app.setNotFoundHandler((request, reply) =>
-    sendError(
-      reply,
-      new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`, {
-        context: { method: request.method },
-      }),
-    ),
+  app.setNotFoundHandler(notFound);
+}
+
+/** The 404 of an unknown route; a scope may install it again so that its own hooks (CORS) run first. */
+export function notFound(request: FastifyRequest, reply: FastifyReply) {
+  return sendError(
+    reply,
+    new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`, {
+      context: { method: request.method },
+    }),
   );
 }
 

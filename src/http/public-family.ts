@@ -7,7 +7,7 @@ import type { SessionTokens } from '../auth/session-tokens.ts';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/store.ts';
 import { asConversationError } from './conversations.ts';
-import { handleError } from './error-handler.ts';
+import { handleError, notFound } from './error-handler.ts';
 import { publicConversationRoutes } from './public-conversation.ts';
 import { publicFilesRoutes } from './public-files.ts';
 import { registerRateLimit } from './rate-limit.ts';
@@ -42,8 +42,12 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
         'WWW-Authenticate',
       ],
       maxAge: 600,
+      // A bare OPTIONS that is not a preflight gets the CORS answer too, never a plain-text 400.
+      strictPreflight: false,
     });
   }
+  // An unknown path under this prefix answers through this scope (CORS headers, token first), like its routes.
+  scope.setNotFoundHandler(notFound);
   requireSessionToken(scope, options.tokens);
   await registerRateLimit(scope, {
     perMinute: config.rateLimit.perSessionToken,
