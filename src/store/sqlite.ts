@@ -169,6 +169,11 @@ export class SqliteStore implements Store {
   }
 
   readonly #statements = new Map<string, Database.Statement>();
+  readonly #pendingWrites: {
+    write: SessionWrite;
+    resolve(result: SessionWriteResult): void;
+    reject(error: unknown): void;
+  }[] = [];
 
   /** A prepared statement, prepared once per SQL text. */
   #q(sql: string): Database.Statement {
@@ -211,7 +216,9 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (this.#db.open) this.#db.close();
+    if (!this.#db.open) return;
+    this.#flushSessionWrites();
+    this.#db.close();
   }
 
   // --- tenants and keys
@@ -566,72 +573,112 @@ export class SqliteStore implements Store {
     return toPage(rows.map(toSession), page);
   }
 
-  async commitSession(write: SessionWrite): Promise<SessionWriteResult> {
-    const at = write.at ?? now();
-    return this.#write(() => {
-      this.#checkFence(write.fence);
-      const owner = this.#q('SELECT shard FROM sessions WHERE id = ?').get(write.session_id) as
-        | { shard: number }
-        | undefined;
-      if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
-      // A fence of another shard proves nothing about this session's shard.
-      if (owner.shard !== write.fence.shard) throw new StaleEpochError(owner.shard);
-      const messages: MessageRecord[] = [];
-      if (write.messages && write.messages.length > 0) {
-        const last = this.#q('SELECT max(seq) AS seq FROM messages WHERE session_id = ?').get(
-          write.session_id,
-        ) as { seq: number | null };
-        let seq = last.seq ?? 0;
-        const insert = this.#q(
-          `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        );
-        for (const m of write.messages) {
-          seq += 1;
-          const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
-          insert.run(m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at);
-          messages.push({ ...m, session_id: write.session_id, created_at: at });
-        }
-      }
-      const p = write.patch;
-      const row = this.#q(
-        `UPDATE sessions SET
-           status = coalesce(@status, status),
-           closed_at = coalesce(@closed_at, closed_at),
-           close_reason = CASE WHEN @set_reason THEN @close_reason ELSE close_reason END,
-           expires_at = coalesce(@expires_at, expires_at),
-           last_message_at = coalesce(@last_message_at, last_message_at),
-           messages_count = messages_count + @added,
-           snapshot = @snapshot, version = version + 1, updated_at = @at
-         WHERE id = @id RETURNING messages_count`,
-      ).get({
-        id: write.session_id,
-        status: p.status ?? null,
-        closed_at: p.closed_at ?? null,
-        set_reason: p.close_reason === undefined ? 0 : 1,
-        close_reason: p.close_reason ?? null,
-        expires_at: p.expires_at === undefined ? null : new Date(p.expires_at).toISOString(),
-        last_message_at: p.last_message_at ?? null,
-        added: messages.length,
-        snapshot: p.snapshot,
-        at,
-      }) as { messages_count: number };
-      if (write.idempotency) {
-        const k = write.idempotency;
-        this.#q(
-          `INSERT OR REPLACE INTO idempotency_records
-             (session_id, key, fingerprint, turn_id, user_message_id, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?)`,
-        ).run(write.session_id, k.key, k.fingerprint, k.turn_id, k.user_message_id, at, k.expires_at);
-      }
-      if (write.idempotencyResponse) {
-        const r = write.idempotencyResponse;
-        this.#q(
-          'UPDATE idempotency_records SET status_code = ?, response = ? WHERE session_id = ? AND key = ?',
-        ).run(r.status_code, JSON.stringify(r.response), write.session_id, r.key);
-      }
-      return { messages, messages_count: row.messages_count, updated_at: at };
+  /**
+   * Group commit: the session writes asked for during one turn of the event loop are applied together in
+   * one transaction (one fsync), each in a savepoint of its own so that a refused write (a stale fence)
+   * refuses only itself. Every caller is answered after that transaction committed.
+   */
+  commitSession(write: SessionWrite): Promise<SessionWriteResult> {
+    return new Promise((resolve, reject) => {
+      this.#pendingWrites.push({ write, resolve, reject });
+      if (this.#pendingWrites.length === 1) setImmediate(() => this.#flushSessionWrites());
     });
+  }
+
+  #flushSessionWrites(): void {
+    const batch = this.#pendingWrites.splice(0);
+    if (batch.length === 0) return;
+    const outcomes: ({ value: SessionWriteResult } | { error: unknown })[] = [];
+    try {
+      this.#write(() => {
+        for (const { write } of batch) {
+          try {
+            outcomes.push({ value: this.#applyInSavepoint(write) });
+          } catch (error) {
+            outcomes.push({ error });
+          }
+        }
+      });
+    } catch (error) {
+      // The transaction itself failed: nothing of the batch is stored.
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const [i, item] of batch.entries()) {
+      const outcome = outcomes[i];
+      if (outcome && 'value' in outcome) item.resolve(outcome.value);
+      else item.reject(outcome?.error);
+    }
+  }
+
+  /** Nested inside #write, better-sqlite3 runs this in a SAVEPOINT: a throw undoes this write only. */
+  readonly #applyInSavepoint = (write: SessionWrite): SessionWriteResult =>
+    this.#db.transaction(() => this.#applySessionWrite(write))();
+
+  #applySessionWrite(write: SessionWrite): SessionWriteResult {
+    const at = write.at ?? now();
+    this.#checkFence(write.fence);
+    const owner = this.#q('SELECT shard FROM sessions WHERE id = ?').get(write.session_id) as
+      | { shard: number }
+      | undefined;
+    if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
+    // A fence of another shard proves nothing about this session's shard.
+    if (owner.shard !== write.fence.shard) throw new StaleEpochError(owner.shard);
+    const messages: MessageRecord[] = [];
+    if (write.messages && write.messages.length > 0) {
+      const last = this.#q('SELECT max(seq) AS seq FROM messages WHERE session_id = ?').get(
+        write.session_id,
+      ) as { seq: number | null };
+      let seq = last.seq ?? 0;
+      const insert = this.#q(
+        `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const m of write.messages) {
+        seq += 1;
+        const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
+        insert.run(m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at);
+        messages.push({ ...m, session_id: write.session_id, created_at: at });
+      }
+    }
+    const p = write.patch;
+    const row = this.#q(
+      `UPDATE sessions SET
+         status = coalesce(@status, status),
+         closed_at = coalesce(@closed_at, closed_at),
+         close_reason = CASE WHEN @set_reason THEN @close_reason ELSE close_reason END,
+         expires_at = coalesce(@expires_at, expires_at),
+         last_message_at = coalesce(@last_message_at, last_message_at),
+         messages_count = messages_count + @added,
+         snapshot = @snapshot, version = version + 1, updated_at = @at
+       WHERE id = @id RETURNING messages_count`,
+    ).get({
+      id: write.session_id,
+      status: p.status ?? null,
+      closed_at: p.closed_at ?? null,
+      set_reason: p.close_reason === undefined ? 0 : 1,
+      close_reason: p.close_reason ?? null,
+      expires_at: p.expires_at === undefined ? null : new Date(p.expires_at).toISOString(),
+      last_message_at: p.last_message_at ?? null,
+      added: messages.length,
+      snapshot: p.snapshot,
+      at,
+    }) as { messages_count: number };
+    if (write.idempotency) {
+      const k = write.idempotency;
+      this.#q(
+        `INSERT OR REPLACE INTO idempotency_records
+           (session_id, key, fingerprint, turn_id, user_message_id, created_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?)`,
+      ).run(write.session_id, k.key, k.fingerprint, k.turn_id, k.user_message_id, at, k.expires_at);
+    }
+    if (write.idempotencyResponse) {
+      const r = write.idempotencyResponse;
+      this.#q(
+        'UPDATE idempotency_records SET status_code = ?, response = ? WHERE session_id = ? AND key = ?',
+      ).run(r.status_code, JSON.stringify(r.response), write.session_id, r.key);
+    }
+    return { messages, messages_count: row.messages_count, updated_at: at };
   }
 
   async sessionsDueForExpiry(at: string, limit: number): Promise<string[]> {
