@@ -1,17 +1,29 @@
 // Property-based fuzzing (fast-check) of every route with random and malformed bodies, queries, paths, headers and
-// uploads: never a 5xx, always the documented error shapes, and what a write answers is what reads back.
+// uploads: never a 5xx, always the documented error shapes, and what a write answers is what reads back. The public
+// conversation family is fuzzed with session tokens: valid, broken, forged and foreign ones.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { type JWTPayload, SignJWT, UnsecuredJWT } from 'jose';
 import { errorCatalogue } from '../../src/errors.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { publicPath, startConversation } from '../helpers/conversations.ts';
 
 // Generated requests carry these placeholders, replaced when sent, so counterexamples stay readable.
 const VALID_KEY = '<valid-key>';
 const USER_ID = '<user-id>';
 const FILE_ID = '<file-id>';
 const SESSION_ID = '<session-id>';
+/** A conversation of the public family and its session token; it stays active. */
+const CONVERSATION_ID = '<conversation-id>';
+const SESSION_TOKEN = '<session-token>';
+/** A second conversation, for inactivity and terminate, which may close it. */
+const CLOSABLE_ID = '<closable-id>';
+const CLOSABLE_TOKEN = '<closable-token>';
+
+/** The app signs session tokens with this secret, so that tests can forge tokens it would accept. */
+const TOKEN_SECRET = 'fuzz-secret-for-session-tokens-0123456789';
 
 /** Runs per property; raise FUZZ_RUNS for a longer hunt. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
@@ -20,6 +32,10 @@ let t: TestApp;
 let userId = '';
 let fileId = '';
 let sessionId = '';
+let conversationId = '';
+let sessionToken = '';
+let closableId = '';
+let closableToken = '';
 
 interface FuzzRequest {
   method: string;
@@ -58,7 +74,11 @@ function fill(text: string): string {
     .replaceAll(VALID_KEY, t.apiKey)
     .replaceAll(USER_ID, userId)
     .replaceAll(FILE_ID, fileId)
-    .replaceAll(SESSION_ID, sessionId);
+    .replaceAll(SESSION_ID, sessionId)
+    .replaceAll(CONVERSATION_ID, conversationId)
+    .replaceAll(SESSION_TOKEN, sessionToken)
+    .replaceAll(CLOSABLE_ID, closableId)
+    .replaceAll(CLOSABLE_TOKEN, closableToken);
 }
 
 function headerValue(req: FuzzRequest, name: string): string | undefined {
@@ -74,6 +94,17 @@ function parseBody(res: LightMyRequestResponse, where: string): unknown {
   } catch {
     assert.fail(`unparsable JSON body: ${where}`);
   }
+}
+
+/**
+ * The JSON object a request sent, as the server decodes it (UTF-8, a leading BOM dropped). No body, an empty one or
+ * a JSON `null` is no fields, as the validator takes them.
+ */
+function sentJson(req: FuzzRequest): Record<string, unknown> {
+  const text = Buffer.from(fill(String(req.payload ?? '')))
+    .toString('utf8')
+    .replace(/^\ufeff/, '');
+  return text === '' ? {} : (JSON.parse(text) ?? {});
 }
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
@@ -333,16 +364,23 @@ const userFieldValues = {
   info: nearly(jsonObjectValue),
 };
 
-/** A user create/update body: known fields with near-valid or hostile values, sometimes unknown fields. */
-const userBodyJson = fc
-  .tuple(
-    fc.record(userFieldValues, { requiredKeys: [] }),
-    fc.oneof(
-      { weight: 3, arbitrary: fc.constant<[string, string][]>([]) },
-      { weight: 1, arbitrary: fc.array(fc.tuple(fieldName, wildJson), { minLength: 1, maxLength: 3 }) },
-    ),
-  )
-  .map(([known, extra]) => objectJson([...(Object.entries(known) as [string, string][]), ...extra]));
+/**
+ * A JSON object of known fields with near-valid or hostile values, sometimes unknown fields. Fields not in
+ * `requiredKeys` may be absent.
+ */
+const fieldsJson = (fields: Record<string, fc.Arbitrary<string>>, requiredKeys: string[] = []) =>
+  fc
+    .tuple(
+      fc.record(fields, { requiredKeys }),
+      fc.oneof(
+        { weight: 3, arbitrary: fc.constant<[string, string][]>([]) },
+        { weight: 1, arbitrary: fc.array(fc.tuple(fieldName, wildJson), { minLength: 1, maxLength: 3 }) },
+      ),
+    )
+    .map(([known, extra]) => objectJson([...(Object.entries(known) as [string, string][]), ...extra]));
+
+/** A user create/update body. */
+const userBodyJson = fieldsJson(userFieldValues);
 
 /** Text sent as application/json that is not (or not only) JSON. */
 const notJson = fc.oneof(
@@ -600,9 +638,16 @@ const randomId = fc.oneof(
   { weight: 1, arbitrary: fc.stringMatching(/^(usr|file)_[A-Za-z0-9_-]{21}$/) },
   { weight: 1, arbitrary: fc.integer({ min: 90, max: 5_000 }).map((n) => 'x'.repeat(n)) },
 );
-const fixtureIds = { user: USER_ID, file: FILE_ID, session: SESSION_ID } as const;
+const fixtureIds = {
+  user: USER_ID,
+  file: FILE_ID,
+  session: SESSION_ID,
+  conversation: CONVERSATION_ID,
+  closable: CLOSABLE_ID,
+} as const;
+type IdKind = keyof typeof fixtureIds;
 
-const idFor = (kind: 'user' | 'file' | 'session', existing: boolean) =>
+const idFor = (kind: IdKind, existing: boolean) =>
   existing
     ? fc.oneof({ weight: 1, arbitrary: fc.constant(fixtureIds[kind]) }, { weight: 3, arbitrary: randomId })
     : randomId;
@@ -925,10 +970,10 @@ const multipartBody: fc.Arbitrary<MultipartBody> = fc
 interface Route {
   method: string;
   path: string;
-  /** `:id` in `path` is a user, file or session id. */
-  id?: 'user' | 'file' | 'session';
+  /** `:id` in `path` is a user, file, session or conversation id. */
+  id?: IdKind;
   body?: 'json' | 'multipart';
-  family: 'api' | 'operations';
+  family: 'api' | 'operations' | 'public';
 }
 
 const routes: Route[] = [
@@ -951,6 +996,9 @@ const routes: Route[] = [
   { method: 'GET', path: '/v1/agents/sessions/:id/messages/msg_x', id: 'session', family: 'api' },
   { method: 'POST', path: '/v1/agents/sessions/:id/terminate', id: 'session', body: 'json', family: 'api' },
   { method: 'POST', path: '/v1/agents/demo/run', body: 'json', family: 'api' },
+  { method: 'POST', path: '/v1/agents/demo/conversations', body: 'json', family: 'api' },
+  { method: 'POST', path: '/v1/agents/nope/conversations', body: 'json', family: 'api' },
+  { method: 'POST', path: '/v1/agents/conversations/:id/token', id: 'conversation', family: 'api' },
   { method: 'GET', path: '/healthz', family: 'operations' },
   { method: 'GET', path: '/readyz', family: 'operations' },
   { method: 'GET', path: '/metrics', family: 'operations' },
@@ -959,10 +1007,16 @@ const routes: Route[] = [
 const idRoutes = routes.filter((r) => r.id !== undefined);
 const operationRoutes = routes.filter((r) => r.family === 'operations');
 
-/** The route's URL with `id`; DELETE and terminate never get the shared fixtures, so they stay for other runs. */
+/**
+ * The route's URL with `id`; DELETE and the API's terminate never get the shared fixtures, so they stay for other
+ * runs (the public terminate and inactivity have a conversation of their own to close).
+ */
 function idArbitrary(route: Route): fc.Arbitrary<string> {
   if (route.id === undefined) return fc.constant('');
-  return idFor(route.id, route.method !== 'DELETE' && !route.path.endsWith('/terminate'));
+  return idFor(
+    route.id,
+    route.method !== 'DELETE' && !(route.family === 'api' && route.path.endsWith('/terminate')),
+  );
 }
 const urlOf = (route: Route, id: string, query = '') => `${route.path.replace(':id', id)}${query}`;
 
@@ -979,6 +1033,26 @@ const bodyChoice: fc.Arbitrary<BodyChoice> = fc.oneof(
   },
 );
 
+/** A body of any kind, of the kind `route` takes most of the time (JSON bodies from `json`). */
+function routeBody(route: Route, json: fc.Arbitrary<string> = jsonBody): fc.Arbitrary<BodyChoice> {
+  if (route.body === 'json') {
+    return fc.oneof(
+      { weight: 3, arbitrary: fc.record({ contentType: jsonContentType, payload: json }) },
+      { weight: 1, arbitrary: bodyChoice },
+    );
+  }
+  if (route.body === 'multipart') {
+    return fc.oneof(
+      {
+        weight: 3,
+        arbitrary: multipartBody.map(({ contentType, payload }): BodyChoice => ({ contentType, payload })),
+      },
+      { weight: 1, arbitrary: bodyChoice },
+    );
+  }
+  return bodyChoice;
+}
+
 /** A request to any route with anything in it, the body chosen to suit the route most of the time. */
 const anyRequest: fc.Arbitrary<FuzzRequest> = fc
   .constantFrom(...routes)
@@ -988,23 +1062,7 @@ const anyRequest: fc.Arbitrary<FuzzRequest> = fc
       id: idArbitrary(route),
       query: fc.option(queryString, { nil: '' }),
       headers: withSometimesRandomHeaders,
-      body:
-        route.body === 'json'
-          ? fc.oneof(
-              { weight: 3, arbitrary: fc.record({ contentType: jsonContentType, payload: jsonBody }) },
-              { weight: 1, arbitrary: bodyChoice },
-            )
-          : route.body === 'multipart'
-            ? fc.oneof(
-                {
-                  weight: 3,
-                  arbitrary: multipartBody.map(
-                    ({ contentType, payload }): BodyChoice => ({ contentType, payload }),
-                  ),
-                },
-                { weight: 1, arbitrary: bodyChoice },
-              )
-            : bodyChoice,
+      body: routeBody(route),
     }),
   )
   .map(({ route, id, query, headers, body }) =>
@@ -1061,8 +1119,16 @@ function uploadCase(body: MultipartBody): UploadCase {
   return Object.assign({ body, req }, { [fc.toStringMethod]: () => summarise(req) });
 }
 
-/** After a 201 upload: the record and the bytes read back are what the upload answered and sent. */
-async function checkStoredUpload(req: FuzzRequest, res: LightMyRequestResponse, body: MultipartBody) {
+/**
+ * After a 201 upload: the record and the bytes read back are what the upload answered and sent. `hidden` are the
+ * record's fields that the upload's answer leaves out (the public family shows neither metadata nor session_id).
+ */
+async function checkStoredUpload(
+  req: FuzzRequest,
+  res: LightMyRequestResponse,
+  body: MultipartBody,
+  hidden?: Record<string, unknown>,
+) {
   const file = res.json();
   assert.match(file.id, /^file_/, summarise(req));
   const record = await send(
@@ -1071,7 +1137,7 @@ async function checkStoredUpload(req: FuzzRequest, res: LightMyRequestResponse, 
   assert.equal(record.statusCode, 200, record.body);
   assert.deepEqual(
     record.json(),
-    { ...file, metadata: record.json().metadata },
+    { ...file, metadata: record.json().metadata, ...hidden },
     `read-back differs after ${summarise(req)}`,
   );
   const content = await send(
@@ -1091,10 +1157,466 @@ async function checkStoredUpload(req: FuzzRequest, res: LightMyRequestResponse, 
   }
 }
 
+// --- the public conversation family
+
+const publicRoutes: Route[] = [
+  { method: 'GET', path: publicPath(':id'), id: 'conversation', family: 'public' },
+  { method: 'GET', path: publicPath(':id', '/messages'), id: 'conversation', family: 'public' },
+  {
+    method: 'POST',
+    path: publicPath(':id', '/messages'),
+    id: 'conversation',
+    body: 'json',
+    family: 'public',
+  },
+  { method: 'GET', path: publicPath(':id', '/files'), id: 'conversation', family: 'public' },
+  {
+    method: 'POST',
+    path: publicPath(':id', '/files'),
+    id: 'conversation',
+    body: 'multipart',
+    family: 'public',
+  },
+  {
+    method: 'POST',
+    path: publicPath(':id', '/feedback'),
+    id: 'conversation',
+    body: 'json',
+    family: 'public',
+  },
+  { method: 'POST', path: publicPath(':id', '/inactivity'), id: 'closable', body: 'json', family: 'public' },
+  { method: 'POST', path: publicPath(':id', '/terminate'), id: 'closable', body: 'json', family: 'public' },
+];
+const publicGetRoutes = publicRoutes.filter((r) => r.method === 'GET');
+
+/** The token that opens the route's fixture conversation, and the one that opens the other fixture. */
+const tokenFor = (route: Route) => (route.id === 'closable' ? CLOSABLE_TOKEN : SESSION_TOKEN);
+const otherTokenFor = (route: Route) => (route.id === 'closable' ? SESSION_TOKEN : CLOSABLE_TOKEN);
+const otherIdFor = (route: Route) => (route.id === 'closable' ? CONVERSATION_ID : CLOSABLE_ID);
+
+/** Mostly the conversation of the route's token (so that requests get past the token), sometimes another. */
+function publicIdArbitrary(route: Route): fc.Arbitrary<string> {
+  return fc.oneof(
+    { weight: 6, arbitrary: fc.constant(fixtureIds[route.id ?? 'conversation']) },
+    { weight: 1, arbitrary: fc.constant(otherIdFor(route)) },
+    { weight: 2, arbitrary: randomId },
+  );
+}
+
+const oneGrapheme = fc.string({ unit: 'grapheme', minLength: 1, maxLength: 1 });
+const graphemeText = (maxLength: number) => fc.string({ unit: 'grapheme', maxLength });
+
+const feedbackFieldValues = {
+  score: nearly(
+    fc.oneof(
+      fc.integer({ min: 0, max: 10 }).map(String),
+      fc.integer({ min: -3, max: 13 }).map(String),
+      fc.double().map(jsonText),
+      fc.constantFrom('10.0', '1e1', '-0', '0.5', '1e400', '"7"', 'true', '[5]', '{"value":5}'),
+    ),
+  ),
+  comment: nearly(
+    fc
+      .oneof(
+        graphemeText(200),
+        longText(oneGrapheme, 1_990, 2_010),
+        utf16Text,
+        fc.constantFrom('', ' ', 'x'.repeat(2_000), 'x'.repeat(2_001)),
+      )
+      .map(jsonText),
+  ),
+  metadata: nearly(jsonObjectValue),
+};
+
+/** A content block: any mix of its fields with near-valid values. */
+const mixedBlockJson = fieldsJson({
+  type: nearly(fc.constantFrom('text', 'image', 'file', 'TEXT', '', 'video').map(jsonText)),
+  text: nearly(fc.oneof(graphemeText(100), fc.constantFrom('', ' ')).map(jsonText)),
+  file_id: nearly(
+    fc
+      .oneof(
+        fc.constant(FILE_ID),
+        fc.stringMatching(/^file_[A-Za-z0-9]{21}$/),
+        fc.string({ maxLength: 210 }),
+        fc.constantFrom('', 'x'.repeat(200), 'x'.repeat(201)),
+      )
+      .map(jsonText),
+  ),
+});
+/** A text block as a client writes it, or a mixed one. */
+const contentBlockJson = fc.oneof(
+  fc
+    .string({ unit: 'grapheme', minLength: 1, maxLength: 100 })
+    .map((text) => jsonText({ type: 'text', text })),
+  mixedBlockJson,
+);
+
+const messageFieldValues = {
+  content: nearly(
+    fc.oneof(
+      { weight: 4, arbitrary: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 200 }).map(jsonText) },
+      { weight: 1, arbitrary: fc.constantFrom('', ' ').map(jsonText) },
+      { weight: 1, arbitrary: longText(oneGrapheme, 31_990, 32_010).map(jsonText) },
+      {
+        weight: 2,
+        arbitrary: fc.array(contentBlockJson, { maxLength: 18 }).map((blocks) => `[${blocks.join(',')}]`),
+      },
+    ),
+  ),
+  role: nearly(
+    fc
+      .oneof(
+        { weight: 4, arbitrary: fc.constant('user') },
+        { weight: 1, arbitrary: fc.constant('assistant') },
+        { weight: 1, arbitrary: fc.constantFrom('system', 'USER', '') },
+      )
+      .map(jsonText),
+  ),
+  metadata: nearly(jsonObjectValue),
+};
+
+const inactivityFieldValues = {
+  step: nearly(
+    fc.constantFrom('warning', 'final', 'Warning', 'FINAL', '', 'other', ' warning').map(jsonText),
+  ),
+};
+
+const terminateFieldValues = {
+  reason: nearly(
+    fc
+      .oneof(
+        graphemeText(100),
+        longText(oneGrapheme, 495, 505),
+        utf16Text,
+        fc.constantFrom('', 'x'.repeat(500), 'x'.repeat(501)),
+      )
+      .map(jsonText),
+  ),
+};
+
+/** The JSON bodies of the public routes that take one, by the last segment of their path. */
+const publicBodies: Record<string, fc.Arbitrary<string>> = {
+  '/messages': fieldsJson(messageFieldValues, ['content']),
+  '/feedback': fieldsJson(feedbackFieldValues, ['score']),
+  '/inactivity': fieldsJson(inactivityFieldValues, ['step']),
+  '/terminate': fieldsJson(terminateFieldValues),
+};
+
+/** Mostly the route's own fields, sometimes anything a client might send as JSON. */
+function publicJsonBody(route: Route): fc.Arbitrary<string> {
+  const own = publicBodies[route.path.slice(route.path.lastIndexOf('/'))];
+  return own === undefined
+    ? jsonBody
+    : fc.oneof({ weight: 4, arbitrary: own }, { weight: 1, arbitrary: jsonBody });
+}
+
+/** Ways of writing `Authorization` for `token` that RFC 6750 allows: any case of the scheme, spaces after it. */
+const bearerSpellings = (token: string) => [
+  `Bearer ${token}`,
+  `bearer ${token}`,
+  `BEARER ${token}`,
+  `Bearer   ${token}`,
+  `Bearer ${token} `,
+];
+
+/**
+ * The fixture conversation the request's Authorization header opens, or null. Node keeps the first of repeated
+ * Authorization headers and drops the others.
+ */
+function grantOf(req: FuzzRequest): string | null {
+  const value = req.headers.authorization;
+  const header = Array.isArray(value) ? value[0] : value;
+  if (header === undefined) return null;
+  if (bearerSpellings(SESSION_TOKEN).includes(header)) return CONVERSATION_ID;
+  if (bearerSpellings(CLOSABLE_TOKEN).includes(header)) return CLOSABLE_ID;
+  return null;
+}
+
+const base64urlAlphabet = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'];
+
+type Breakage =
+  | 'edit-signed'
+  | 'delete-signed'
+  | 'insert-signed'
+  | 'edit-signature'
+  | 'cut'
+  | 'extend'
+  | 'swap-payload';
+
+/**
+ * The fixture token changed so that it cannot verify any more. Only changes that alter the signed text or the
+ * signature's bytes: a lenient base64url decoder reads `=`, `+` or the spare bits of the last character as no change.
+ */
+function breakToken(how: Breakage, at: number, chars: string): string {
+  const token = sessionToken;
+  const signedEnd = token.lastIndexOf('.');
+  const other = (c: string | undefined) => (chars[0] === c ? (c === 'A' ? 'B' : 'A') : (chars[0] as string));
+  switch (how) {
+    case 'edit-signed': {
+      const i = at % signedEnd;
+      return `${token.slice(0, i)}${other(token[i])}${token.slice(i + 1)}`;
+    }
+    case 'delete-signed': {
+      const i = at % signedEnd;
+      return `${token.slice(0, i)}${token.slice(i + 1)}`;
+    }
+    case 'insert-signed': {
+      const i = at % (signedEnd + 1);
+      return `${token.slice(0, i)}${chars}${token.slice(i)}`;
+    }
+    case 'edit-signature': {
+      // Not the last character, whose spare bits a decoder may ignore.
+      const i = signedEnd + 1 + (at % (token.length - signedEnd - 2));
+      return `${token.slice(0, i)}${other(token[i])}${token.slice(i + 1)}`;
+    }
+    case 'cut':
+      return token.slice(0, at % token.length);
+    case 'extend':
+      return `${token}${chars}`;
+    case 'swap-payload':
+      return `${closableToken.slice(0, closableToken.lastIndexOf('.'))}${token.slice(signedEnd)}`;
+  }
+}
+
+/** The fixture's session token, edited so that it no longer verifies (made when generated, from the real token). */
+const brokenToken: fc.Arbitrary<string> = fc
+  .record({
+    how: fc.constantFrom<Breakage>(
+      'edit-signed',
+      'delete-signed',
+      'insert-signed',
+      'edit-signature',
+      'cut',
+      'extend',
+      'swap-payload',
+    ),
+    at: fc.nat(),
+    chars: fc.string({ unit: fc.constantFrom(...base64urlAlphabet), minLength: 1, maxLength: 3 }),
+  })
+  .map(({ how, at, chars }) => breakToken(how, at, chars));
+
+/** An Authorization header for a request to `route`: mostly its token, often another, broken or none at all. */
+function credentialFor(route: Route): fc.Arbitrary<string | string[] | undefined> {
+  const token = tokenFor(route);
+  return fc.oneof(
+    { weight: 6, arbitrary: fc.constantFrom<string | string[] | undefined>(...bearerSpellings(token)) },
+    { weight: 2, arbitrary: fc.constantFrom(...bearerSpellings(otherTokenFor(route))) },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom<string | string[]>(
+        '',
+        ' ',
+        'Bearer',
+        'Bearer ',
+        'Bearer  ',
+        `Bearer\t${token}`,
+        token,
+        `Token ${token}`,
+        `Basic ${token}`,
+        `Bearer ${token} ${token}`,
+        `Bearer ${token}${token}`,
+        `Bearer ${token}.`,
+        `Bearer "${token}"`,
+        `Bearer ${VALID_KEY}`,
+        VALID_KEY,
+        'Bearer null',
+        'Bearer eyJhbGciOiJub25lIn0.e30.',
+        ['Bearer x', `Bearer ${token}`],
+        [`Bearer ${token}`, 'Bearer x'],
+        [''],
+      ),
+    },
+    { weight: 3, arbitrary: brokenToken.map((broken) => `Bearer ${broken}`) },
+    { weight: 1, arbitrary: headerText },
+    { weight: 1, arbitrary: headerText.map((text) => `Bearer ${text}`) },
+  );
+}
+
+interface PublicHeaderChoice {
+  authorization: string | string[] | undefined;
+  apiKey: string | string[] | undefined;
+  requestId: string | undefined;
+  extra: [string, string][];
+}
+
+function publicHeadersOf(
+  choice: PublicHeaderChoice,
+  contentType?: string,
+): Record<string, string | string[]> {
+  const headers = headersOf(
+    { apiKey: choice.apiKey, requestId: choice.requestId, extra: choice.extra },
+    contentType,
+  );
+  if (choice.authorization !== undefined) headers.authorization = choice.authorization;
+  return headers;
+}
+
+/** The route's token and nothing else: the requests that reach validation. */
+const plainPublicHeaders = (route: Route): PublicHeaderChoice => ({
+  authorization: `Bearer ${tokenFor(route)}`,
+  apiKey: undefined,
+  requestId: undefined,
+  extra: [],
+});
+
+const publicHeaderChoice = (route: Route): fc.Arbitrary<PublicHeaderChoice> =>
+  fc.record({
+    authorization: credentialFor(route),
+    apiKey: fc.oneof(
+      { weight: 4, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: apiKeyHeader },
+    ),
+    requestId: requestIdHeader,
+    extra: extraHeaders,
+  });
+
+const withSometimesRandomPublicHeaders = (route: Route) =>
+  fc.oneof(
+    { weight: 3, arbitrary: fc.constant(plainPublicHeaders(route)) },
+    { weight: 1, arbitrary: publicHeaderChoice(route) },
+  );
+
+/** A request to any public route with anything in it, the body chosen to suit the route most of the time. */
+const anyPublicRequest: fc.Arbitrary<FuzzRequest> = fc
+  .constantFrom(...publicRoutes)
+  .chain((route) =>
+    fc.record({
+      route: fc.constant(route),
+      id: publicIdArbitrary(route),
+      query: fc.option(queryString, { nil: '' }),
+      headers: withSometimesRandomPublicHeaders(route),
+      body: routeBody(route, publicJsonBody(route)),
+    }),
+  )
+  .map(({ route, id, query, headers, body }) =>
+    described({
+      method: route.method,
+      url: urlOf(route, id, query),
+      headers: publicHeadersOf(headers, body.contentType),
+      ...(body.payload === undefined ? {} : { payload: body.payload }),
+    }),
+  );
+
+/** A public request with the route's token, and a JSON body when the route takes one. */
+const publicJsonRequest = (route: Route, payload?: string): FuzzRequest =>
+  described({
+    method: route.method,
+    url: urlOf(route, fixtureIds[route.id ?? 'conversation']),
+    headers: publicHeadersOf(
+      plainPublicHeaders(route),
+      payload === undefined ? undefined : 'application/json',
+    ),
+    ...(payload === undefined ? {} : { payload }),
+  });
+
+const publicRoute = (method: string, rest: string) => {
+  const route = publicRoutes.find((r) => r.method === method && r.path === publicPath(':id', rest));
+  assert.ok(route, `${method} ${rest}`);
+  return route;
+};
+
+/** The conversation id of a public URL, decoded as the router decodes it. */
+const pathIdOf = (req: FuzzRequest) => decodeURIComponent(fill(req.url.split('?')[0]?.split('/')[5] ?? ''));
+
+/** One thing wrong with a session token (or nothing). */
+type TokenDefect =
+  | 'none'
+  | 'expired'
+  | 'not-yet-valid'
+  | 'wrong-secret'
+  | 'HS512'
+  | 'alg-none'
+  | 'wrong-issuer'
+  | 'wrong-audience'
+  | 'no-sub'
+  | 'empty-sub'
+  | 'no-jti'
+  | 'no-exp'
+  | 'no-tid'
+  | 'empty-tid'
+  | 'numeric-agt';
+
+interface ForgedToken {
+  defect: TokenDefect;
+  /** The claims (placeholders allowed): the conversation, its tenant and agent. */
+  sub: string;
+  tid: string;
+  agt: string;
+}
+
+/** Signs a token as the service would, but with the given claims and defect. */
+async function forge({ defect, sub, tid, agt }: ForgedToken): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const claims: JWTPayload = {
+    iss: 'parley',
+    aud: 'parley-public',
+    sub: fill(sub),
+    tid: fill(tid),
+    agt,
+    jti: 'tok_forged',
+    iat: now,
+    exp: now + 3_600,
+  };
+  switch (defect) {
+    case 'expired':
+      claims.exp = now - 3_600;
+      break;
+    case 'not-yet-valid':
+      claims.nbf = now + 3_600;
+      break;
+    case 'wrong-issuer':
+      claims.iss = 'not-parley';
+      break;
+    case 'wrong-audience':
+      claims.aud = 'parley-admin';
+      break;
+    case 'no-sub':
+      delete claims.sub;
+      break;
+    case 'empty-sub':
+      claims.sub = '';
+      break;
+    case 'no-jti':
+      delete claims.jti;
+      break;
+    case 'no-exp':
+      delete claims.exp;
+      break;
+    case 'no-tid':
+      delete claims.tid;
+      break;
+    case 'empty-tid':
+      claims.tid = '';
+      break;
+    case 'numeric-agt':
+      claims.agt = 7;
+      break;
+  }
+  if (defect === 'alg-none') return new UnsecuredJWT(claims).encode();
+  const secret = new TextEncoder().encode(defect === 'wrong-secret' ? `${TOKEN_SECRET}-other` : TOKEN_SECRET);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: defect === 'HS512' ? 'HS512' : 'HS256', typ: 'JWT' })
+    .sign(secret);
+}
+
+/** Path ids that the router takes as they are: no bad escapes, no dot segments, not too long. */
+const routableId = fc.oneof(
+  fc.stringMatching(/^ses_[A-Za-z0-9]{21}$/),
+  fc
+    .string({ maxLength: 30 })
+    .filter((s) => s !== '.' && s !== '..')
+    .map(encodeURIComponent),
+);
+
 // --- the tests
 
 before(async () => {
-  t = await buildTestApp({ PARLEY_RATE_LIMIT_KEY: '1000000' });
+  t = await buildTestApp({
+    PARLEY_RATE_LIMIT_KEY: '1000000',
+    PARLEY_RATE_LIMIT_TOKEN: '1000000',
+    PARLEY_TOKEN_SECRET: TOKEN_SECRET,
+  });
   const user = await t.app.inject({
     method: 'POST',
     url: '/v1/agents/users',
@@ -1125,6 +1647,12 @@ before(async () => {
   });
   assert.equal(session.statusCode, 201, session.body);
   sessionId = session.json().id;
+  const conversation = await startConversation(t, 'demo', { user: { id: userId } });
+  conversationId = conversation.conversation.id;
+  sessionToken = conversation.session_token;
+  const closable = await startConversation(t);
+  closableId = closable.conversation.id;
+  closableToken = closable.session_token;
 });
 after(() => t.close());
 
@@ -1375,6 +1903,7 @@ describe('fuzzing every route', () => {
           'session_not_found',
           'agent_not_found',
           'message_not_found',
+          'conversation_not_found',
         ].includes(code),
         `${summarise(req)} -> ${code}`,
       );
@@ -1510,6 +2039,417 @@ describe('fuzzing every route', () => {
       },
       [],
       60,
+    );
+  });
+});
+
+describe('fuzzing the conversation routes', () => {
+  it('answers any request to the public conversation routes without a 5xx and with the documented error shapes', async () => {
+    await fuzz(anyPublicRequest);
+  });
+
+  it('answers random bodies to conversation start with a conversation that its tokens open, an envelope or a 422', async () => {
+    const userLookupJson = fieldsJson({
+      id: nearly(fc.oneof(fc.constant(USER_ID), fc.string({ maxLength: 210 })).map(jsonText)),
+      reference: userFieldValues.reference,
+    });
+    const startBody = fieldsJson({
+      user: nearly(userLookupJson),
+      context: nearly(jsonObjectValue),
+      metadata: nearly(jsonObjectValue),
+    });
+    const requests = fc
+      .record({
+        agent: fc.oneof(
+          { weight: 6, arbitrary: fc.constant('demo') },
+          { weight: 1, arbitrary: fc.constant('nope') },
+          { weight: 1, arbitrary: randomId },
+        ),
+        contentType: jsonContentType,
+        payload: fc.oneof({ weight: 4, arbitrary: startBody }, { weight: 1, arbitrary: jsonBody }),
+      })
+      .map(({ agent, contentType, payload }) =>
+        described({
+          method: 'POST',
+          url: `/v1/agents/${agent}/conversations`,
+          headers: headersOf(plainHeaders, contentType),
+          payload,
+        }),
+      );
+    await fuzz(
+      requests,
+      async (req, res) => {
+        if (res.statusCode !== 201) return;
+        const started = res.json();
+        const { conversation } = started;
+        assert.match(conversation.id, /^ses_/, summarise(req));
+        assert.equal(conversation.agent_id, 'demo', summarise(req));
+        assert.equal(conversation.status, 'active', summarise(req));
+        assert.equal(conversation.messages_count, 0, summarise(req));
+        assert.ok(Date.parse(started.expires_at) > Date.now(), summarise(req));
+        // The token opens the conversation it came with, which reads back as the start answered.
+        const opened = await send(
+          described({
+            method: 'GET',
+            url: publicPath(conversation.id),
+            headers: { authorization: `Bearer ${started.session_token}` },
+          }),
+        );
+        assert.equal(opened.statusCode, 200, opened.body);
+        assert.deepEqual(opened.json(), conversation, `read-back differs after ${summarise(req)}`);
+        // So does a fresh token from the token route.
+        const minted = await send(
+          described({
+            method: 'POST',
+            url: `/v1/agents/conversations/${conversation.id}/token`,
+            headers: headersOf(plainHeaders),
+          }),
+        );
+        assert.equal(minted.statusCode, 200, minted.body);
+        const reopened = await send(
+          described({
+            method: 'GET',
+            url: publicPath(conversation.id, '/messages'),
+            headers: { authorization: `Bearer ${minted.json().session_token}` },
+          }),
+        );
+        assert.equal(reopened.statusCode, 200, reopened.body);
+      },
+      [
+        jsonRequest('POST', '/v1/agents/demo/conversations', objectJson([['context', nestedJson(10_000)]])),
+        jsonRequest(
+          'POST',
+          '/v1/agents/demo/conversations',
+          objectJson([['user', nestedJson(10_000, 'mixed')]]),
+        ),
+        jsonRequest('POST', '/v1/agents/demo/conversations', '{"user":{"id":"x\\ud800"}}'),
+      ],
+    );
+  });
+
+  it('answers random JSON bodies to feedback with feedback stored as answered under its first id, an envelope or a 422', async () => {
+    const route = publicRoute('POST', '/feedback');
+    const requests = fc
+      .record({
+        contentType: jsonContentType,
+        payload: fc.oneof(
+          { weight: 4, arbitrary: publicBodies['/feedback'] as fc.Arbitrary<string> },
+          { weight: 1, arbitrary: jsonBody },
+        ),
+      })
+      .map(({ contentType, payload }) =>
+        described({
+          method: route.method,
+          url: urlOf(route, CONVERSATION_ID),
+          headers: publicHeadersOf(plainPublicHeaders(route), contentType),
+          payload,
+        }),
+      );
+    let first = await t.store.getFeedback(conversationId);
+    await fuzz(
+      requests,
+      async (req, res) => {
+        const where = `${summarise(req)} -> ${res.statusCode} ${clip(res.body)}`;
+        if (res.statusCode === 422) {
+          for (const entry of res.json().detail) assert.equal(entry.loc[0], 'body', where);
+        }
+        if (res.statusCode !== 200) return;
+        const feedback = res.json();
+        assert.deepEqual(Object.keys(feedback).sort(), ['comment', 'id', 'score', 'submitted_at'], where);
+        assert.ok(Number.isInteger(feedback.score) && feedback.score >= 0 && feedback.score <= 10, where);
+        const sent = sentJson(req);
+        assert.ok(feedback.score === sent.score, `score ${feedback.score}: ${where}`);
+        assert.equal(feedback.comment, sent.comment ?? null, where);
+        // One feedback per conversation: a later one replaces the first, under the first one's id.
+        assert.equal(feedback.id, first?.id ?? feedback.id, `the feedback id changed: ${where}`);
+        assert.ok(feedback.submitted_at >= (first?.submitted_at ?? ''), `submitted_at went back: ${where}`);
+        const stored = await t.store.getFeedback(conversationId);
+        assert.deepEqual(
+          stored,
+          { ...feedback, session_id: conversationId, metadata: sent.metadata ?? {} },
+          `stored feedback differs after ${where}`,
+        );
+        first = stored;
+      },
+      [
+        publicJsonRequest(route, '{"score":1e400}'),
+        publicJsonRequest(route, '{"score":10.0,"comment":null,"metadata":null}'),
+        publicJsonRequest(route, objectJson([['metadata', nestedJson(10_000)]])),
+        publicJsonRequest(route, objectJson([['metadata', nestedJson(33)]])),
+        publicJsonRequest(route, jsonText({ score: 5, comment: 'x'.repeat(2_001) })),
+        publicJsonRequest(route, '{"score":5,"comment":"x\\ud800y"}'),
+      ],
+    );
+  });
+
+  it('answers random JSON bodies to send, inactivity and terminate with their result, an envelope or a 422 in the body', async () => {
+    const bodyRoutes = publicRoutes.filter((r) => r.body === 'json' && !r.path.endsWith('/feedback'));
+    const requests = fc
+      .constantFrom(...bodyRoutes)
+      .chain((route) =>
+        fc.record({
+          route: fc.constant(route),
+          contentType: jsonContentType,
+          payload: publicJsonBody(route),
+        }),
+      )
+      .map(({ route, contentType, payload }) =>
+        described({
+          method: route.method,
+          url: urlOf(route, fixtureIds[route.id ?? 'conversation']),
+          headers: publicHeadersOf(plainPublicHeaders(route), contentType),
+          payload,
+        }),
+      );
+    await fc.assert(
+      fc.asyncProperty(requests, async (req) => {
+        if (req.url.includes(CLOSABLE_ID)) {
+          // Inactivity and terminate get an active conversation of their own each time, as the first call would.
+          const fresh = await startConversation(t);
+          closableId = fresh.conversation.id;
+          closableToken = fresh.session_token;
+        }
+        const res = await send(req);
+        const where = `${summarise(req)} -> ${res.statusCode} ${clip(res.body)}`;
+        if (res.statusCode === 422) {
+          for (const entry of res.json().detail) assert.equal(entry.loc[0], 'body', where);
+          return;
+        }
+        if (res.statusCode >= 300) return;
+        const body = res.json();
+        if (req.url.endsWith('/messages')) {
+          assert.equal(res.statusCode, 201, where);
+          assert.equal(body.agent_message.role, 'assistant', where);
+        } else if (req.url.endsWith('/inactivity')) {
+          assert.equal(res.statusCode, 200, where);
+          assert.ok(['warning', 'final'].includes(body.step), where);
+          assert.equal(body.message.role, 'assistant', where);
+          assert.equal(body.conversation_status, body.step === 'final' ? 'closed' : 'active', where);
+        } else {
+          assert.equal(res.statusCode, 200, where);
+          assert.equal(body.id, closableId, where);
+          assert.equal(body.status, 'closed', where);
+          assert.equal(body.reason, sentJson(req).reason ?? null, where);
+        }
+      }),
+      { numRuns: RUNS, includeErrorInReport: true },
+    );
+  });
+
+  it('answers random Authorization headers with 401, or 403 forbidden for a valid token on another conversation', async () => {
+    const requests = fc
+      .constantFrom(...publicRoutes)
+      .chain((route) =>
+        fc.record({
+          route: fc.constant(route),
+          id: fc.oneof(
+            { weight: 3, arbitrary: fc.constant(fixtureIds[route.id ?? 'conversation']) },
+            { weight: 1, arbitrary: fc.constant(otherIdFor(route)) },
+            { weight: 2, arbitrary: routableId },
+          ),
+          headers: publicHeaderChoice(route),
+          body: fc.option(fc.record({ contentType: jsonContentType, payload: publicJsonBody(route) }), {
+            nil: undefined,
+          }),
+        }),
+      )
+      .map(({ route, id, headers, body }) =>
+        described({
+          method: route.method,
+          url: urlOf(route, id),
+          headers: publicHeadersOf(headers, body?.contentType),
+          ...(body === undefined ? {} : { payload: body.payload }),
+        }),
+      );
+    await fuzz(requests, (req, res) => {
+      const where = `${summarise(req)} -> ${res.statusCode} ${clip(res.body)}`;
+      const granted = grantOf(req);
+      if (granted === null) {
+        assert.equal(res.statusCode, 401, where);
+        assert.ok(['unauthorized', 'session_token_invalid'].includes(res.json().error.code), where);
+        assert.match(String(res.headers['www-authenticate']), /^Bearer /, where);
+      } else if (pathIdOf(req) === fill(granted)) {
+        assert.ok(
+          res.statusCode !== 401 && !(res.statusCode === 403 && res.json().error.code === 'forbidden'),
+          `a valid token was refused on its own conversation: ${where}`,
+        );
+      } else {
+        assert.equal(res.statusCode, 403, where);
+        assert.equal(res.json().error.code, 'forbidden', where);
+        assert.deepEqual(res.json().error.context, { conversation_id: pathIdOf(req) }, where);
+      }
+    });
+  });
+
+  it('answers tokens signed with any claims with 401 unless valid, and a valid one only for its own conversation of its tenant', async () => {
+    const cases = fc
+      .record({
+        token: fc.record({
+          defect: fc.oneof(
+            { weight: 3, arbitrary: fc.constant<TokenDefect>('none') },
+            {
+              weight: 2,
+              arbitrary: fc.constantFrom<TokenDefect>(
+                'expired',
+                'not-yet-valid',
+                'wrong-secret',
+                'HS512',
+                'alg-none',
+                'wrong-issuer',
+                'wrong-audience',
+                'no-sub',
+                'empty-sub',
+                'no-jti',
+                'no-exp',
+                'no-tid',
+                'empty-tid',
+                'numeric-agt',
+              ),
+            },
+          ),
+          sub: fc.oneof(
+            { weight: 1, arbitrary: fc.constant(CONVERSATION_ID) },
+            {
+              weight: 2,
+              arbitrary: fc.string({ minLength: 1, maxLength: 30 }).filter((s) => s !== '.' && s !== '..'),
+            },
+          ),
+          tid: fc.oneof(
+            { weight: 1, arbitrary: fc.constant('t1') },
+            { weight: 1, arbitrary: fc.string({ minLength: 1, maxLength: 20 }) },
+          ),
+          agt: fc.oneof(fc.constant('demo'), fc.string({ minLength: 1, maxLength: 20 })),
+        }),
+        route: fc.constantFrom(...publicGetRoutes),
+        /** The token's own conversation in the path, or the fixture's. */
+        own: fc.boolean(),
+      })
+      .map((c) =>
+        Object.assign(c, { [fc.toStringMethod]: () => JSON.stringify({ ...c, route: c.route.path }) }),
+      );
+    await fc.assert(
+      fc.asyncProperty(cases, async ({ token, route, own }) => {
+        const req = described({
+          method: route.method,
+          url: urlOf(route, own ? encodeURIComponent(token.sub) : CONVERSATION_ID),
+          headers: { authorization: `Bearer ${await forge(token)}` },
+        });
+        const res = await send(req);
+        const where = `${JSON.stringify(token)} ${summarise(req)} -> ${res.statusCode} ${clip(res.body)}`;
+        const code = res.statusCode < 300 ? null : res.json().error.code;
+        if (token.defect === 'expired') {
+          assert.deepEqual([res.statusCode, code], [401, 'session_token_expired'], where);
+        } else if (token.defect !== 'none') {
+          assert.deepEqual([res.statusCode, code], [401, 'session_token_invalid'], where);
+        } else if (pathIdOf(req) !== fill(token.sub)) {
+          assert.deepEqual([res.statusCode, code], [403, 'forbidden'], where);
+        } else if (fill(token.sub) === conversationId && token.tid === 't1') {
+          assert.equal(res.statusCode, 200, where);
+        } else {
+          // Another tenant's view of the fixture, or a conversation that does not exist.
+          assert.deepEqual([res.statusCode, code], [404, 'conversation_not_found'], where);
+        }
+      }),
+      { numRuns: RUNS, includeErrorInReport: true },
+    );
+  });
+
+  it('answers random query strings to the public lists with a page, an envelope or a 422 in the query', async () => {
+    const lists = publicGetRoutes.filter((r) => r.path.endsWith('/messages') || r.path.endsWith('/files'));
+    const requests = fc
+      .record({ route: fc.constantFrom(...lists), query: queryString })
+      .map(({ route, query }) =>
+        described({
+          method: route.method,
+          url: urlOf(route, CONVERSATION_ID, query),
+          headers: publicHeadersOf(plainPublicHeaders(route)),
+        }),
+      );
+    await fuzz(requests, (req, res) => {
+      const where = `${summarise(req)} -> ${res.statusCode} ${clip(res.body)}`;
+      if (res.statusCode === 200) {
+        const page = res.json();
+        assert.ok(Array.isArray(page.items), where);
+        assert.ok(page.next_offset === null || Number.isInteger(page.next_offset), where);
+        assert.ok(page.items.length <= 100, where);
+      } else {
+        assert.equal(res.statusCode, 422, where);
+        for (const entry of res.json().detail) assert.equal(entry.loc[0], 'query', where);
+      }
+    });
+  });
+
+  it('answers wrong methods on the public paths with 404 not_found once the token is valid, 401 before', async () => {
+    // Unknown routes under the prefix answer through the family, token first (like its routes).
+    const requests = fc
+      .record({
+        route: fc.constantFrom(...publicRoutes),
+        method: fc.constantFrom('PUT', 'POST', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD', 'GET'),
+      })
+      .filter(({ route, method }) => !publicRoutes.some((r) => r.path === route.path && r.method === method))
+      .chain(({ route, method }) =>
+        fc
+          .record({
+            id: fc.oneof(
+              { weight: 3, arbitrary: fc.constant(fixtureIds[route.id ?? 'conversation']) },
+              { weight: 1, arbitrary: fc.constant(otherIdFor(route)) },
+              { weight: 2, arbitrary: routableId },
+            ),
+            headers: withSometimesRandomPublicHeaders(route),
+          })
+          .map(({ id, headers }) =>
+            described({ method, url: urlOf(route, id), headers: publicHeadersOf(headers) }),
+          ),
+      );
+    await fuzz(requests, (req, res) => {
+      if (req.method === 'HEAD') return; // a path with a GET routes HEAD too; its bodyless answer is checked
+      const where = `${summarise(req)} -> ${res.statusCode} ${clip(res.body)}`;
+      if (grantOf(req) === null) {
+        assert.equal(res.statusCode, 401, where);
+        assert.ok(['unauthorized', 'session_token_invalid'].includes(res.json().error.code), where);
+      } else {
+        assert.equal(res.statusCode, 404, where);
+        assert.equal(res.json().error.code, 'not_found', where);
+      }
+    });
+  });
+
+  it('answers random multipart bodies to the conversation upload with a file listed in the conversation, an envelope or a 422', async () => {
+    const route = publicRoute('POST', '/files');
+    const list = publicRoute('GET', '/files');
+    const cases = multipartBody.map((body) => {
+      const req = described({
+        method: route.method,
+        url: urlOf(route, CONVERSATION_ID),
+        headers: publicHeadersOf(plainPublicHeaders(route), body.contentType),
+        payload: body.payload,
+      });
+      return Object.assign({ body, req }, { [fc.toStringMethod]: () => summarise(req) });
+    });
+    await fc.assert(
+      fc.asyncProperty(cases, async ({ body, req }) => {
+        const res = await send(req);
+        if (res.statusCode !== 201) return;
+        const file = res.json();
+        assert.deepEqual(
+          Object.keys(file).sort(),
+          ['created_at', 'id', 'mime_type', 'name', 'size'],
+          summarise(req),
+        );
+        // Newest first in the conversation's list, exactly as answered.
+        const listed = await send(
+          described({
+            method: 'GET',
+            url: urlOf(list, CONVERSATION_ID, '?limit=1'),
+            headers: publicHeadersOf(plainPublicHeaders(list)),
+          }),
+        );
+        assert.equal(listed.statusCode, 200, listed.body);
+        assert.deepEqual(listed.json().items, [file], `listed file differs after ${summarise(req)}`);
+        // In the tenant pool, tagged with the conversation, with the bytes that were sent.
+        await checkStoredUpload(req, res, body, { metadata: {}, session_id: conversationId });
+      }),
+      { numRuns: RUNS, includeErrorInReport: true },
     );
   });
 });

@@ -8,7 +8,9 @@ import { AppError } from '../../src/errors.ts';
 import { newId } from '../../src/ids.ts';
 import {
   type ContentBlock,
+  type Feedback,
   type Fence,
+  type FileFilter,
   type IdempotencyRecord,
   type MessageRecord,
   type NewApiKey,
@@ -78,6 +80,44 @@ export function storeContract(name: string, open: OpenStore): void {
       }
     });
     return context;
+  }
+
+  /** Creating sessions in a describe's store: a session needs a tenant and the current fence of its shard. */
+  function sessionHelpers(ctx: { store: Store }) {
+    /** Takes ownership of a shard as a new node would, and returns its fence. */
+    async function claim(shard: number): Promise<Fence> {
+      const epochs = await ctx.store.claimShards(unique('node'), [shard]);
+      const epoch = epochs.get(shard);
+      assert.ok(epoch !== undefined, `an epoch for shard ${shard}`);
+      return { shard, epoch };
+    }
+
+    const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
+    function newSession(fields: Partial<NewSession> = {}): NewSession {
+      const id = fields.id ?? newId('ses');
+      return {
+        id,
+        agent_id: 'support',
+        user_id: null,
+        shard: shardOf(id),
+        context: {},
+        metadata: {},
+        expires_at: inAnHour(),
+        snapshot: JSON.stringify({ status: 'active', value: 'idle', context: { sessionId: id } }),
+        ...fields,
+      };
+    }
+
+    /** Creates a session under a freshly claimed fence of its shard. */
+    async function createSession(tenantId: string, fields: Partial<NewSession> = {}) {
+      const session = newSession(fields);
+      const fence = await claim(session.shard);
+      const record = await ctx.store.createSession(tenantId, session, fence);
+      return { session, record, fence };
+    }
+
+    return { claim, inAnHour, newSession, createSession };
   }
 
   describe(`${name} meets the Store contract`, () => {
@@ -562,6 +602,7 @@ export function storeContract(name: string, open: OpenStore): void {
 
     describe('files', () => {
       const ctx = useStore({ migrate: true });
+      const { createSession } = sessionHelpers(ctx);
 
       async function tenant() {
         return (await ctx.store.createTenant(unique('t'), 'Tenant')).id;
@@ -816,6 +857,55 @@ export function storeContract(name: string, open: OpenStore): void {
           ]);
         });
 
+        it('filters by the conversation the files were uploaded in, alone and combined, newest first', async () => {
+          const tenantId = await tenant();
+          const stranger = await tenant();
+          const one = (await createSession(tenantId)).record.id;
+          const two = (await createSession(tenantId)).record.id;
+          const silent = (await createSession(tenantId)).record.id;
+          const [a] = await createFiles(tenantId, [
+            { name: 'a.png', mime_type: 'image/png', session_id: one },
+            { name: 'b.pdf', mime_type: 'application/pdf', session_id: one },
+            { name: 'pool.png', mime_type: 'image/png', session_id: null },
+            { name: 'c.png', mime_type: 'image/png', session_id: two },
+            { name: 'd.png', mime_type: 'image/png', session_id: one },
+          ]);
+          assert.ok(a);
+          const list = async (filter: FileFilter) => names(await ctx.store.listFiles(tenantId, filter, all));
+
+          assert.deepEqual(await list({ session_id: one }), ['d.png', 'b.pdf', 'a.png']);
+          assert.deepEqual(await list({ session_id: two }), ['c.png']);
+          assert.deepEqual(await list({ session_id: silent }), [], 'a conversation without uploads');
+          assert.deepEqual(await list({ session_id: newId('ses') }), [], 'an unknown conversation');
+          // The listed records are whole and name their conversation.
+          const [listed] = (await ctx.store.listFiles(tenantId, { session_id: two }, all)).items;
+          assert.ok(listed);
+          assert.equal(listed.session_id, two);
+          assert.deepEqual(listed, await ctx.store.getFile(tenantId, listed.id));
+          // Combined with the other filters.
+          assert.deepEqual(await list({ session_id: one, mime_type: 'image/png' }), ['d.png', 'a.png']);
+          assert.deepEqual(await list({ session_id: one, name: 'B' }), ['b.pdf']);
+          assert.deepEqual(await list({ session_id: two, name: 'pool' }), []);
+          assert.deepEqual(await list({ session_id: one, created_after: a.created_at }), ['d.png', 'b.pdf']);
+          // Pages count the filtered items.
+          const first = await ctx.store.listFiles(tenantId, { session_id: one }, { limit: 2, offset: 0 });
+          assert.deepEqual([names(first), first.next_offset], [['d.png', 'b.pdf'], 2]);
+          const second = await ctx.store.listFiles(tenantId, { session_id: one }, { limit: 2, offset: 2 });
+          assert.deepEqual([names(second), second.next_offset], [['a.png'], null]);
+          // Undefined lists the whole tenant; another tenant lists nothing of the conversation.
+          assert.deepEqual(await list({ session_id: undefined }), [
+            'd.png',
+            'c.png',
+            'pool.png',
+            'b.pdf',
+            'a.png',
+          ]);
+          assert.deepEqual(await ctx.store.listFiles(stranger, { session_id: one }, all), {
+            items: [],
+            next_offset: null,
+          });
+        });
+
         it('pages carry next_offset until no item follows, even after a full last page', async () => {
           const tenantId = await tenant();
           const files = (await createFiles(tenantId, [{}, {}, {}, {}, {}])).reverse();
@@ -855,38 +945,7 @@ export function storeContract(name: string, open: OpenStore): void {
         return (await ctx.store.createTenant(unique('t'), 'Tenant')).id;
       }
 
-      /** Takes ownership of a shard as a new node would, and returns its fence. */
-      async function claim(shard: number): Promise<Fence> {
-        const epochs = await ctx.store.claimShards(unique('node'), [shard]);
-        const epoch = epochs.get(shard);
-        assert.ok(epoch !== undefined, `an epoch for shard ${shard}`);
-        return { shard, epoch };
-      }
-
-      const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
-
-      function newSession(fields: Partial<NewSession> = {}): NewSession {
-        const id = fields.id ?? newId('ses');
-        return {
-          id,
-          agent_id: 'support',
-          user_id: null,
-          shard: shardOf(id),
-          context: {},
-          metadata: {},
-          expires_at: inAnHour(),
-          snapshot: JSON.stringify({ status: 'active', value: 'idle', context: { sessionId: id } }),
-          ...fields,
-        };
-      }
-
-      /** Creates a session under a freshly claimed fence of its shard. */
-      async function createSession(tenantId: string, fields: Partial<NewSession> = {}) {
-        const session = newSession(fields);
-        const fence = await claim(session.shard);
-        const record = await ctx.store.createSession(tenantId, session, fence);
-        return { session, record, fence };
-      }
+      const { claim, inAnHour, newSession, createSession } = sessionHelpers(ctx);
 
       /** Creates sessions one millisecond apart, so that "newest first" has one right answer. */
       async function createSessions(tenantId: string, sessions: Partial<NewSession>[]) {
@@ -1644,6 +1703,183 @@ export function storeContract(name: string, open: OpenStore): void {
           assert.equal(await ctx.store.listMessages(tenantId, newId('ses'), all), null);
           assert.equal((await ctx.store.listMessages(tenantId, record.id, all))?.items.length, 1);
         });
+      });
+    });
+
+    describe('feedback', () => {
+      const ctx = useStore({ migrate: true });
+      const { createSession } = sessionHelpers(ctx);
+
+      /** A session of a fresh tenant: feedback belongs to a conversation. */
+      async function session() {
+        const tenantId = (await ctx.store.createTenant(unique('t'), 'Tenant')).id;
+        return (await createSession(tenantId)).record;
+      }
+
+      it('the first upsert stores the feedback under the given id and getFeedback reads it back', async () => {
+        const { id: sessionId } = await session();
+        const id = newId('fb');
+        const stored = await ctx.store.upsertFeedback(sessionId, {
+          id,
+          score: 9,
+          comment: 'Quick and friendly',
+          metadata: { source: 'widget' },
+        });
+        const expected: Feedback = {
+          id,
+          session_id: sessionId,
+          score: 9,
+          comment: 'Quick and friendly',
+          metadata: { source: 'widget' },
+          submitted_at: stored.submitted_at,
+        };
+        assert.deepEqual(stored, expected);
+        assert.match(stored.submitted_at, isoInstant);
+        assert.deepEqual(await ctx.store.getFeedback(sessionId), expected);
+      });
+
+      it('a later upsert replaces score, comment and metadata but keeps the first id', async () => {
+        const { id: sessionId } = await session();
+        const first = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 9,
+          comment: 'Great',
+          metadata: { a: 1, keep: 'no' },
+        });
+        const replaced = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 2,
+          comment: 'Actually, it never shipped',
+          metadata: { b: 2 },
+        });
+        // metadata is replaced as a whole, not merged; the id passed the second time is ignored.
+        const expected: Feedback = {
+          id: first.id,
+          session_id: sessionId,
+          score: 2,
+          comment: 'Actually, it never shipped',
+          metadata: { b: 2 },
+          submitted_at: replaced.submitted_at,
+        };
+        assert.deepEqual(replaced, expected);
+        assert.deepEqual(await ctx.store.getFeedback(sessionId), expected);
+        // And again: still the first id.
+        const third = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 10,
+          comment: null,
+          metadata: {},
+        });
+        assert.equal(third.id, first.id);
+        assert.equal((await ctx.store.getFeedback(sessionId))?.id, first.id);
+      });
+
+      it('a later upsert moves submitted_at forward', async () => {
+        const { id: sessionId } = await session();
+        const first = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 5,
+          comment: null,
+          metadata: {},
+        });
+        await pastInstant(first.submitted_at);
+        const second = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 6,
+          comment: null,
+          metadata: {},
+        });
+        assert.match(second.submitted_at, isoInstant);
+        assert.ok(second.submitted_at > first.submitted_at, `${second.submitted_at} > ${first.submitted_at}`);
+        assert.equal((await ctx.store.getFeedback(sessionId))?.submitted_at, second.submitted_at);
+      });
+
+      it('the feedback of two sessions is independent', async () => {
+        const tenantId = (await ctx.store.createTenant(unique('t'), 'Tenant')).id;
+        const one = (await createSession(tenantId)).record.id;
+        const two = (await createSession(tenantId)).record.id;
+        const a = await ctx.store.upsertFeedback(one, {
+          id: newId('fb'),
+          score: 0,
+          comment: 'Bad',
+          metadata: {},
+        });
+        const b = await ctx.store.upsertFeedback(two, {
+          id: newId('fb'),
+          score: 10,
+          comment: 'Good',
+          metadata: { n: 2 },
+        });
+        assert.notEqual(a.id, b.id);
+        assert.equal(a.session_id, one);
+        assert.equal(b.session_id, two);
+        // Replacing one session's feedback leaves the other's alone.
+        const replaced = await ctx.store.upsertFeedback(one, {
+          id: newId('fb'),
+          score: 7,
+          comment: 'Better',
+          metadata: {},
+        });
+        assert.equal(replaced.id, a.id);
+        assert.deepEqual(await ctx.store.getFeedback(two), b);
+        assert.deepEqual(await ctx.store.getFeedback(one), replaced);
+      });
+
+      it('getFeedback is null for a session without feedback and for an unknown session', async () => {
+        const { id: sessionId } = await session();
+        assert.equal(await ctx.store.getFeedback(sessionId), null);
+        assert.equal(await ctx.store.getFeedback(newId('ses')), null);
+        // Feedback on another session does not show through.
+        const other = await session();
+        await ctx.store.upsertFeedback(other.id, { id: newId('fb'), score: 8, comment: null, metadata: {} });
+        assert.equal(await ctx.store.getFeedback(sessionId), null);
+      });
+
+      it('a null comment round-trips, both first and as the replacement of a comment', async () => {
+        const { id: sessionId } = await session();
+        const first = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 4,
+          comment: null,
+          metadata: {},
+        });
+        assert.equal(first.comment, null);
+        assert.equal((await ctx.store.getFeedback(sessionId))?.comment, null);
+        await ctx.store.upsertFeedback(sessionId, { id: newId('fb'), score: 4, comment: 'Hm', metadata: {} });
+        assert.equal((await ctx.store.getFeedback(sessionId))?.comment, 'Hm');
+        const cleared = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 4,
+          comment: null,
+          metadata: {},
+        });
+        assert.equal(cleared.comment, null);
+        assert.equal((await ctx.store.getFeedback(sessionId))?.comment, null);
+        // An empty comment is a comment, not a missing one.
+        await ctx.store.upsertFeedback(sessionId, { id: newId('fb'), score: 4, comment: '', metadata: {} });
+        assert.equal((await ctx.store.getFeedback(sessionId))?.comment, '');
+      });
+
+      it('metadata round-trips, nested values, arrays, nulls and non-ASCII text included', async () => {
+        const { id: sessionId } = await session();
+        const metadata = {
+          page: '/checkout',
+          tags: ['nps', 'é', '"quoted"'],
+          nested: { n: 1.5, ok: false, none: null, deeper: { list: [1, [2, 3]] } },
+          emoji: '👍',
+        };
+        const stored = await ctx.store.upsertFeedback(sessionId, {
+          id: newId('fb'),
+          score: 8,
+          comment: 'Zügig 👍',
+          metadata,
+        });
+        assert.deepEqual(stored.metadata, metadata);
+        assert.equal(stored.comment, 'Zügig 👍');
+        assert.deepEqual((await ctx.store.getFeedback(sessionId))?.metadata, metadata);
+        // An empty object replaces it and round-trips as such.
+        await ctx.store.upsertFeedback(sessionId, { id: newId('fb'), score: 8, comment: null, metadata: {} });
+        assert.deepEqual((await ctx.store.getFeedback(sessionId))?.metadata, {});
       });
     });
   });
