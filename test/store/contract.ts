@@ -1384,6 +1384,46 @@ export function storeContract(name: string, open: OpenStore): void {
             [...(messagesBefore.items.map((m) => m.id) ?? []), next.id],
           );
         });
+        it('commits made together succeed or fail each on its own: a stale one among them loses only itself', async () => {
+          const tenantId = await tenant();
+          const sessions = await Promise.all(Array.from({ length: 6 }, () => createSession(tenantId)));
+          const fenced = sessions[2];
+          assert.ok(fenced);
+          const current = await claim(fenced.record.shard);
+          // Sessions of the same shard share the new epoch; only the fenced session keeps the old fence.
+          const fenceOf = (s: (typeof sessions)[number]) =>
+            s === fenced ? fenced.fence : s.record.shard === fenced.record.shard ? current : s.fence;
+          const outcomes = await Promise.allSettled(
+            sessions.map((s) =>
+              ctx.store.commitSession({
+                session_id: s.record.id,
+                fence: fenceOf(s),
+                messages: [message(newId('turn'), 'user', `to ${s.record.id}`)],
+                patch: { snapshot: '{"v":"together"}' },
+              }),
+            ),
+          );
+          for (const [i, outcome] of outcomes.entries()) {
+            const s = sessions[i];
+            assert.ok(s);
+            const page = await ctx.store.listMessages(tenantId, s.record.id, all);
+            if (s === fenced) {
+              assert.equal(outcome.status, 'rejected');
+              assert.ok(outcome.status === 'rejected' && isStale(fenced.record.shard)(outcome.reason));
+              assert.deepEqual(page?.items, []);
+            } else {
+              assert.equal(
+                outcome.status,
+                'fulfilled',
+                String(outcome.status === 'rejected' && outcome.reason),
+              );
+              assert.deepEqual(
+                page?.items.map((m) => m.content),
+                [[{ type: 'text', text: `to ${s.record.id}` }]],
+              );
+            }
+          }
+        });
       });
 
       describe('idempotency records', () => {
