@@ -1,0 +1,155 @@
+// The load generator, run as its own process: `node --import tsx bench/load.ts <spec.json>`.
+// Closed loop over loopback with undici: c workers, worker i owning sessions i, i+c, i+2c… so no two requests
+// ever hit one session at once. Prints one JSON report on stdout (latencies in ms).
+import { readFileSync } from 'node:fs';
+import { Pool } from 'undici';
+import { msBetween, type Summary, summarize } from './stats.ts';
+
+export interface LoadSpec {
+  url: string;
+  apiKey: string;
+  /** plain: POST …/messages; stream: POST …/messages/stream, read as SSE. */
+  mode: 'plain' | 'stream';
+  sessions: string[];
+  concurrency: number;
+  /** duration: loop over the sessions for warmupMs + durationMs; each: `passes` sends per session, back to back. */
+  kind: 'duration' | 'each';
+  warmupMs?: number;
+  durationMs?: number;
+  passes?: number;
+}
+
+export interface PassReport {
+  /** Requests answered successfully (measured window, or this pass). */
+  count: number;
+  seconds: number;
+  rps: number;
+  latency: Summary;
+  /** stream mode: from sending to the first `event:` line. */
+  ttfe?: Summary;
+  /** Failures by status code (or error code, or `stream:incomplete` / `stream:turn.failed`). */
+  errors: Record<string, number>;
+  /** Every request sent, warm-up included (for CPU per request). */
+  sent: number;
+  /** CPU time of this load generator process so far (user + system), ms. */
+  loaderCpuMs: number;
+}
+
+interface Sample {
+  start: bigint;
+  end: bigint;
+  firstEvent?: bigint;
+  error?: string;
+}
+
+const spec = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8')) as LoadSpec;
+const pool = new Pool(spec.url, { connections: spec.concurrency, pipelining: 1 });
+const headers = { 'x-api-key': spec.apiKey, 'content-type': 'application/json' };
+const suffix = spec.mode === 'stream' ? '/stream' : '';
+
+/** One send; never throws. */
+async function send(sessionId: string, n: number): Promise<Sample> {
+  const start = process.hrtime.bigint();
+  try {
+    const { statusCode, body } = await pool.request({
+      method: 'POST',
+      path: `/v1/agents/sessions/${sessionId}/messages${suffix}`,
+      headers,
+      body: JSON.stringify({ content: `bench message ${n}` }),
+    });
+    if (spec.mode === 'plain' || statusCode !== 200) {
+      await body.text();
+      const end = process.hrtime.bigint();
+      const ok = spec.mode === 'plain' ? statusCode === 201 : false;
+      return ok ? { start, end } : { start, end, error: String(statusCode) };
+    }
+    let firstEvent: bigint | undefined;
+    let text = '';
+    for await (const chunk of body) {
+      text += (chunk as Buffer).toString('utf8');
+      if (firstEvent === undefined && text.includes('event:')) firstEvent = process.hrtime.bigint();
+    }
+    const end = process.hrtime.bigint();
+    if (text.includes('event: turn.failed')) return { start, end, firstEvent, error: 'stream:turn.failed' };
+    if (!text.includes('event: turn.completed'))
+      return { start, end, firstEvent, error: 'stream:incomplete' };
+    return { start, end, firstEvent };
+  } catch (err) {
+    await new Promise((r) => setTimeout(r, 10));
+    return { start, end: process.hrtime.bigint(), error: (err as { code?: string }).code ?? String(err) };
+  }
+}
+
+function report(samples: Sample[], seconds: number, completedInWindow: number, sent: number): PassReport {
+  const errors: Record<string, number> = {};
+  const ok: Sample[] = [];
+  for (const s of samples) {
+    if (s.error) errors[s.error] = (errors[s.error] ?? 0) + 1;
+    else ok.push(s);
+  }
+  const out: PassReport = {
+    count: ok.length,
+    seconds: Math.round(seconds * 1000) / 1000,
+    rps: Math.round((completedInWindow / seconds) * 10) / 10,
+    latency: summarize(ok.map((s) => msBetween(s.start, s.end))),
+    errors,
+    sent,
+    loaderCpuMs: 0,
+  };
+  if (spec.mode === 'stream') {
+    out.ttfe = summarize(
+      ok.filter((s) => s.firstEvent).map((s) => msBetween(s.start, s.firstEvent ?? s.end)),
+    );
+  }
+  return out;
+}
+
+/** The sessions worker w owns. */
+const owned = (w: number) => spec.sessions.filter((_, i) => i % spec.concurrency === w);
+
+async function runDuration(): Promise<PassReport> {
+  const warmupNs = BigInt(Math.round((spec.warmupMs ?? 0) * 1e6));
+  const durationNs = BigInt(Math.round((spec.durationMs ?? 10_000) * 1e6));
+  const t0 = process.hrtime.bigint();
+  const from = t0 + warmupNs;
+  const until = from + durationNs;
+  const recorded: Sample[] = [];
+  let completedInWindow = 0;
+  let n = 0;
+  const worker = async (w: number) => {
+    const mine = owned(w);
+    if (mine.length === 0) return;
+    for (let i = 0; ; i = (i + 1) % mine.length) {
+      if (process.hrtime.bigint() >= until) return;
+      const sample = await send(mine[i] as string, n++);
+      if (sample.start >= from) recorded.push(sample);
+      if (!sample.error && sample.end >= from && sample.end < until) completedInWindow++;
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => worker(w)));
+  return report(recorded, Number(durationNs) / 1e9, completedInWindow, n);
+}
+
+async function runEach(): Promise<PassReport[]> {
+  const passes = spec.passes ?? 1;
+  const byPass: Sample[][] = Array.from({ length: passes }, () => []);
+  const t0 = process.hrtime.bigint();
+  let n = 0;
+  const worker = async (w: number) => {
+    for (const session of owned(w)) {
+      for (let p = 0; p < passes; p++) byPass[p]?.push(await send(session, n++));
+    }
+  };
+  await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => worker(w)));
+  const seconds = msBetween(t0, process.hrtime.bigint()) / 1000;
+  return byPass.map((samples) =>
+    report(samples, seconds, samples.filter((s) => !s.error).length, samples.length),
+  );
+}
+
+const result = spec.kind === 'each' ? await runEach() : await runDuration();
+await pool.close();
+const cpu = process.cpuUsage();
+for (const r of Array.isArray(result) ? result : [result])
+  r.loaderCpuMs = Math.round((cpu.user + cpu.system) / 1000);
+process.stdout.write(`${JSON.stringify(result)}\n`);

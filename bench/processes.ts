@@ -1,0 +1,120 @@
+// Child processes and temp dirs of a bench run: spawn, free ports, wait, and clean up on exit, Ctrl-C or error.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const projectRoot = fileURLToPath(new URL('../', import.meta.url));
+export const benchDir = fileURLToPath(new URL('./', import.meta.url));
+
+const children = new Set<ChildProcess>();
+const dirs = new Set<string>();
+
+/** A fresh temp dir, removed by cleanup(). */
+export function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), `parley-bench-${prefix}-`));
+  dirs.add(dir);
+  return dir;
+}
+
+/** A TCP port that was free a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
+    });
+  });
+}
+
+// The environment of the shell, without what Parley reads, so a developer's settings cannot leak in.
+const ignored = /^(PORT|HOST|DATABASE_URL|REDIS_URL|PARLEY_.*|OPENAI_.*|LOG_LEVEL|NODE_OPTIONS)$/;
+function childEnv(extra: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !ignored.test(k)) env[k] = v;
+  return { ...env, ...extra };
+}
+
+export interface Child {
+  readonly process: ChildProcess;
+  readonly exited: Promise<number | null>;
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Spawns `node <nodeArgs> <script> <args>` from the project root; stdout and stderr are kept (last 64 KB). */
+export function spawnNode(
+  nodeArgs: string[],
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { onStdout?: (chunk: string) => void } = {},
+): Child {
+  const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
+    cwd: projectRoot,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let output = '';
+  const keep = (chunk: string) => {
+    output = (output + chunk).slice(-65_536);
+  };
+  child.stdout
+    .setEncoding('utf8')
+    .on('data', (c: string) => (options.onStdout ? options.onStdout(c) : keep(c)));
+  child.stderr.setEncoding('utf8').on('data', keep);
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => {
+      children.delete(child);
+      resolve(code);
+    });
+    child.once('error', (err) => {
+      keep(String(err));
+      children.delete(child);
+      resolve(null);
+    });
+  });
+  return {
+    process: child,
+    exited,
+    output: () => output,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Kills every child still running and removes every temp dir; synchronous so it can run on exit. */
+export function cleanup(): void {
+  for (const child of children) child.kill('SIGKILL');
+  children.clear();
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  dirs.clear();
+}
+
+let installed = false;
+/** Cleans up on normal exit, Ctrl-C, SIGTERM and uncaught errors. */
+export function installCleanup(): void {
+  if (installed) return;
+  installed = true;
+  process.on('exit', cleanup);
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      process.stderr.write(`\n${signal}: stopping the servers and removing temp dirs\n`);
+      cleanup();
+      process.exit(130);
+    });
+  }
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

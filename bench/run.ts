@@ -1,0 +1,82 @@
+// `npm run bench`: runs W1–W5 of issue 7 against Parley and the floor, prints the table, writes bench/RESULTS.md.
+// Options: --quick (short runs, fewer sessions), --duration=S (measured seconds of W1/W2), --only=w1,w3,
+// --no-write (do not touch RESULTS.md; implied by --only).
+import { coldActivation } from './cold-activation.ts';
+import { type MemoryRun, startMemory } from './memory.ts';
+import { installCleanup } from './processes.ts';
+import { cpuBusy, formatTable, writeResults } from './report.ts';
+import { throughput } from './throughput.ts';
+import { info, type Outcome, type Settings } from './workload.ts';
+
+const args = process.argv.slice(2);
+const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
+const unknown = args.filter((a) => !/^--(quick|no-write|duration=\d+(\.\d+)?|only=[\w,]+)$/.test(a));
+if (unknown.length) {
+  process.stderr.write(
+    `unknown option(s): ${unknown.join(' ')}\n` +
+      'usage: npm run bench -- [--quick] [--duration=S] [--only=w1,w2,w3,w4,w5] [--no-write]\n',
+  );
+  process.exit(2);
+}
+
+const quick = args.includes('--quick');
+const settings: Settings = {
+  warmupMs: quick ? 1_000 : 2_000,
+  durationMs: Number(option('duration') ?? (quick ? 4 : 10)) * 1000,
+  sessions: 1_000,
+  concurrency: 32,
+  memorySessions: quick ? 2_000 : 10_000,
+  // W3's actors must stay resident through its sends and loaded read; W1, W2 and W4 run during the idle wait.
+  memoryIdleSeconds: quick ? 40 : 120,
+  coldSessions: quick ? 300 : 1_000,
+  coldConcurrency: 8,
+};
+const only = option('only')?.toLowerCase().split(',');
+const wanted = (w: string) => !only || only.includes(w);
+
+const notMeasured: Outcome = {
+  rows: [
+    {
+      ...info('W5 cluster', 'not measured (needs P5: cluster)', null),
+      target: 'fwd p50 ≤ 1 ms; recovery ≤ 12 s',
+    },
+  ],
+  details: ['### W5', '', '- Not measured (needs P5: cluster).'],
+};
+
+installCleanup();
+const busyBefore = await cpuBusy();
+process.stderr.write(
+  `CPUs ${busyBefore.toFixed(0)}% busy before the run (other processes skew the figures)\n`,
+);
+const startedAt = new Date();
+const done: Record<string, Outcome> = {};
+let w3: MemoryRun | undefined;
+let failed = false;
+try {
+  // W3 starts first: its passivation wait is idle time, spent running the others in their own processes.
+  if (wanted('w3')) w3 = await startMemory(settings);
+  if (wanted('w1') || wanted('w2')) done.w12 = await throughput(settings);
+  if (wanted('w4')) done.w4 = await coldActivation(settings);
+  if (w3) done.w3 = await w3.finish();
+  if (wanted('w5')) {
+    process.stderr.write('W5: not measured (needs P5: cluster)\n');
+    done.w5 = notMeasured;
+  }
+} catch (err) {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  failed = true;
+  process.exitCode = 1;
+  await w3?.stop();
+}
+
+const outcomes = ['w12', 'w3', 'w4', 'w5'].flatMap((k) => (done[k] ? [done[k]] : []));
+const table = formatTable(outcomes.flatMap((o) => o.rows));
+const seconds = (Date.now() - startedAt.getTime()) / 1000;
+process.stdout.write(`\n${table}\n\n(${Math.round(seconds)} s)\n`);
+if (!failed && !only && !args.includes('--no-write')) {
+  const command = ['npm run bench', ...(args.length ? ['--', ...args] : [])].join(' ');
+  const details = outcomes.flatMap((o) => [...o.details, '']).join('\n');
+  const file = writeResults({ command, startedAt, busyBefore, seconds, table, details });
+  process.stdout.write(`wrote ${file}\n`);
+}

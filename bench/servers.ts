@@ -1,0 +1,185 @@
+// The two servers under test, each its own child process: Parley (scripted agent, zero delay) and the floor;
+// plus what the harness asks Parley directly: readiness, session creation and /metrics.
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Pool } from 'undici';
+import { benchDir, type Child, freePort, sleep, spawnNode, tempDir } from './processes.ts';
+
+export const AGENT_ID = 'bench';
+
+export interface Server {
+  readonly name: string;
+  readonly url: string;
+  /** X-API-Key for Parley; unused by the floor. */
+  readonly apiKey: string;
+  readonly child: Child;
+  stop(): Promise<void>;
+}
+
+/** Starts the floor in a fresh temp dir; resolves once it printed its port. */
+export async function startFloor(synchronous: 'full' | 'normal' = 'full'): Promise<Server> {
+  const dir = tempDir('floor');
+  let buffered = '';
+  let onPort: (port: number) => void = () => {};
+  const port = new Promise<number>((resolve) => {
+    onPort = resolve;
+  });
+  const child = spawnNode(
+    ['--import', 'tsx'],
+    join(benchDir, 'floor-server.ts'),
+    [dir],
+    {},
+    {
+      onStdout: (chunk) => {
+        buffered += chunk;
+        const line = /^\{"port":(\d+)\}$/m.exec(buffered);
+        if (line) onPort(Number(line[1]));
+      },
+    },
+  );
+  const ready = await Promise.race([
+    port,
+    child.exited.then((code) => {
+      throw new Error(`the floor exited (${code}) before listening:\n${child.output()}`);
+    }),
+    sleep(20_000).then(() => {
+      throw new Error(`the floor did not start within 20 s:\n${child.output()}`);
+    }),
+  ]);
+  const name = synchronous === 'full' ? 'floor' : 'floor (synchronous=NORMAL)';
+  return { name, url: `http://127.0.0.1:${ready}`, apiKey: '', child, stop: () => child.stop() };
+}
+
+export interface ParleyOptions {
+  idleSeconds?: number;
+  sweepSeconds?: number;
+  /** Preload bench/gc-on-signal.ts with --expose-gc: SIGWINCH then runs a full GC (see fullGc). */
+  gcOnSignal?: boolean;
+}
+
+/** Starts Parley from src/ with a temp data dir and a one-agent catalogue; resolves once /readyz is 200. */
+export async function startParley(options: ParleyOptions = {}): Promise<Server> {
+  const dir = tempDir('parley');
+  const apiKey = `bench_${randomBytes(13).toString('hex')}`.slice(0, 32);
+  const agentsFile = join(dir, 'agents.json');
+  writeFileSync(
+    agentsFile,
+    JSON.stringify({
+      agents: [
+        {
+          id: AGENT_ID,
+          provider: 'scripted',
+          scripted: { token_delay_ms: 0 },
+          limits: { messages_per_session: 100_000 },
+        },
+      ],
+    }),
+  );
+  const port = await freePort();
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    PARLEY_DATA_DIR: dir,
+    LOG_LEVEL: 'warn',
+    PARLEY_BOOTSTRAP_API_KEY: apiKey,
+    PARLEY_AGENTS_FILE: agentsFile,
+    // The per-key limit (default 1,200/min) would refuse a load test; the plugin still runs, at its maximum.
+    PARLEY_RATE_LIMIT_KEY: '1000000',
+  };
+  if (options.idleSeconds) env.PARLEY_ACTOR_IDLE_SECONDS = String(options.idleSeconds);
+  if (options.sweepSeconds) env.PARLEY_SWEEP_SECONDS = String(options.sweepSeconds);
+  const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
+  const child = spawnNode(
+    ['--import', 'tsx', ...(options.gcOnSignal ? gcArgs : [])],
+    'src/server.ts',
+    [],
+    env,
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.process.exitCode !== null) throw new Error(`Parley exited before ready:\n${child.output()}`);
+    try {
+      const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+      await response.arrayBuffer();
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`Parley was not ready within 30 s:\n${child.output()}`);
+    await sleep(100);
+  }
+  return { name: 'parley', url, apiKey, child, stop: () => child.stop() };
+}
+
+/** Creates `count` sessions of the bench agent (32 at a time); returns their ids in creation order. */
+export async function createSessions(server: Server, count: number): Promise<string[]> {
+  const pool = new Pool(server.url, { connections: 32 });
+  const ids: string[] = new Array(count);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < count; i = next++) {
+      const { statusCode, body } = await pool.request({
+        method: 'POST',
+        path: `/v1/agents/${AGENT_ID}/sessions`,
+        headers: { 'x-api-key': server.apiKey, 'content-type': 'application/json' },
+        body: '{}',
+      });
+      const text = await body.text();
+      if (statusCode !== 201) throw new Error(`creating a session answered ${statusCode}: ${text}`);
+      ids[i] = (JSON.parse(text) as { id: string }).id;
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: 32 }, worker));
+  } finally {
+    await pool.close();
+  }
+  return ids;
+}
+
+/** Floor "sessions" are just ids: the floor stores whatever session id the path names. */
+export function floorSessions(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `ses_floor_${String(i).padStart(6, '0')}`);
+}
+
+/** The unlabelled samples of GET /metrics, by name. */
+export async function readMetrics(server: Server): Promise<Map<string, number>> {
+  const response = await fetch(`${server.url}/metrics`);
+  const text = await response.text();
+  const samples = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*) (\S+)$/.exec(line);
+    if (match?.[1] && match[2]) samples.set(match[1], Number(match[2]));
+  }
+  return samples;
+}
+
+/** A metric that must be present. */
+export function metric(samples: Map<string, number>, name: string): number {
+  const value = samples.get(name);
+  if (value === undefined || Number.isNaN(value)) throw new Error(`/metrics has no ${name}`);
+  return value;
+}
+
+/** Asks a Parley started with gcOnSignal for a full GC, and gives it a moment. */
+export async function fullGc(server: Server): Promise<void> {
+  server.child.process.kill('SIGWINCH');
+  await sleep(300);
+}
+
+let ticksPerSecond: number | undefined;
+/** CPU seconds (user + system) the server's process has used so far; null where /proc is unavailable. */
+export function cpuSeconds(server: Server): number | null {
+  try {
+    const stat = readFileSync(`/proc/${server.child.process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+  } catch {
+    return null;
+  }
+}
