@@ -58,6 +58,8 @@ export interface ParleyOptions {
   sweepSeconds?: number;
   /** Preload bench/gc-on-signal.ts with --expose-gc: SIGWINCH then runs a full GC (see fullGc). */
   gcOnSignal?: boolean;
+  /** Extra node flags, e.g. ['--cpu-prof', '--cpu-prof-dir=…'] to profile the hot path. */
+  nodeArgs?: string[];
 }
 
 /** Starts Parley from src/ with a temp data dir and a one-agent catalogue; resolves once /readyz is 200. */
@@ -93,7 +95,7 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
   if (options.sweepSeconds) env.PARLEY_SWEEP_SECONDS = String(options.sweepSeconds);
   const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
   const child = spawnNode(
-    ['--import', 'tsx', ...(options.gcOnSignal ? gcArgs : [])],
+    ['--import', 'tsx', ...(options.gcOnSignal ? gcArgs : []), ...(options.nodeArgs ?? [])],
     'src/server.ts',
     [],
     env,

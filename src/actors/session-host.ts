@@ -5,6 +5,7 @@ import { createActor, fromPromise } from 'xstate';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { AppError } from '../errors.ts';
 import {
+  type OperateInput,
   type Operation,
   persistedSnapshot,
   type SessionActor,
@@ -27,7 +28,6 @@ import type { ActorMetrics } from './actor-metrics.ts';
 export interface SessionEntry {
   /** The session row as activated; `messages_count` follows the commits of this process. */
   readonly session: SessionRecord;
-  readonly machine: SessionMachine;
   readonly actor: SessionActor;
   lastUsed: number;
 }
@@ -95,6 +95,7 @@ const shuttingDown = () =>
 
 export class SessionHost {
   readonly #o: SessionHostOptions;
+  readonly #machine: SessionMachine;
   readonly #entries = new Map<string, SessionEntry>();
   readonly #activating = new Map<string, Promise<SessionEntry | null>>();
   readonly #waiters = new Map<string, Waiter[]>();
@@ -107,6 +108,7 @@ export class SessionHost {
 
   constructor(options: SessionHostOptions) {
     this.#o = options;
+    this.#machine = this.#provideMachine();
   }
 
   start(): void {
@@ -236,9 +238,8 @@ export class SessionHost {
     const shell = { session, lastUsed: Date.now() } as {
       -readonly [K in keyof SessionEntry]: SessionEntry[K];
     };
-    shell.machine = this.#machineFor(shell);
     const snapshot = loaded.snapshot ? JSON.parse(loaded.snapshot) : undefined;
-    shell.actor = createActor(shell.machine, {
+    shell.actor = createActor(this.#machine, {
       ...(snapshot ? { snapshot } : {}),
       input: {
         sessionId,
@@ -246,8 +247,9 @@ export class SessionHost {
         maxWaiting: this.#o.maxWaiting,
       },
     });
-    shell.actor.start();
+    // In the map before it starts: its operations find their entry by session id.
     this.#entries.set(sessionId, shell);
+    shell.actor.start();
     this.#o.metrics.activations.inc();
     this.#evictOverCap(sessionId);
     this.#o.metrics.resident.set(this.#entries.size);
@@ -263,14 +265,20 @@ export class SessionHost {
     }
   }
 
-  /** The machine with this entry's side effects: running operations and answering the callers. */
-  #machineFor(entry: SessionEntry): SessionMachine {
+  /**
+   * The machine with this host's side effects: running operations and answering the callers. One for all
+   * sessions (providing is costly); an operation finds its session's entry by id.
+   */
+  #provideMachine(): SessionMachine {
     return sessionMachine.provide({
       actors: {
-        operate: fromPromise<unknown, Operation>(async ({ input: op }) => {
+        operate: fromPromise<unknown, OperateInput>(async ({ input: { sessionId, op } }) => {
+          const entry = this.#entries.get(sessionId);
           const work = this.#closing
             ? Promise.reject(shuttingDown())
-            : this.#o.run(this.#operationContext(entry, this.#observers.get(op.id)), op);
+            : !entry
+              ? Promise.reject(shardMoving(sessionId))
+              : this.#o.run(this.#operationContext(entry, this.#observers.get(op.id)), op);
           this.#running.add(work);
           try {
             this.#settle(op.id, { value: await work });
@@ -283,10 +291,10 @@ export class SessionHost {
         }),
       },
       actions: {
-        reject: (_, { op, code }) =>
+        reject: ({ context }, { op, code }) =>
           this.#settle(op.id, {
             error: new AppError(code, undefined, {
-              context: { session_id: entry.session.id },
+              context: { session_id: context.sessionId },
               ...(code === 'session_busy' ? { headers: { 'retry-after': '1' } } : {}),
             }),
           }),
@@ -297,10 +305,10 @@ export class SessionHost {
           this.#observers.delete(op.id);
           for (const w of waiters) this.#wait(target, w);
         },
-        rejectAll: (_, { ops, code }) => {
+        rejectAll: ({ context }, { ops, code }) => {
           for (const op of ops)
             this.#settle(op.id, {
-              error: statusError(code === 'session_closed' ? 'closed' : 'expired', entry.session.id),
+              error: statusError(code === 'session_closed' ? 'closed' : 'expired', context.sessionId),
             });
         },
       },
@@ -316,7 +324,7 @@ export class SessionHost {
         const { shard } = entry.session;
         const fence = this.#o.coordinator.fence(shard);
         if (!fence) throw shardMoving(entry.session.id);
-        const snapshot = persistedSnapshot(entry.machine, entry.actor.getSnapshot(), event);
+        const snapshot = persistedSnapshot(this.#machine, entry.actor.getSnapshot(), event);
         let result: SessionWriteResult;
         try {
           result = await this.#o.store.commitSession({

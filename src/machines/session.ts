@@ -4,12 +4,13 @@
 // actions that answer waiting callers. State changes come in as events only after their commit.
 import {
   type ActorRefFrom,
+  type ActorScope,
   assign,
+  createActor,
   fromPromise,
   initialTransition,
   type SnapshotFrom,
   setup,
-  transition,
 } from 'xstate';
 
 export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire';
@@ -22,6 +23,12 @@ export interface Operation {
   key?: string;
   fingerprint?: string;
   payload?: unknown;
+}
+
+/** What `operate` is given: the operation, and the session it belongs to (one provided machine serves all). */
+export interface OperateInput {
+  sessionId: string;
+  op: Operation;
 }
 
 export type RejectCode = 'session_busy' | 'idempotency_key_reused' | 'session_closed' | 'session_expired';
@@ -56,9 +63,7 @@ export type SessionEvent =
   /** Committed: the session was closed. */
   | { type: 'CLOSED'; closedAt: string; reason: string | null }
   /** Committed: the session expired. */
-  | { type: 'EXPIRED' }
-  /** Used only to compute the snapshot to persist: what survives when no operation is in flight. */
-  | { type: 'SETTLE' };
+  | { type: 'EXPIRED' };
 
 const stub = (name: string) => () => {
   throw new Error(`${name} is provided by the session host`);
@@ -71,7 +76,7 @@ export const sessionMachine = setup({
     input: {} as SessionInput,
   },
   actors: {
-    operate: fromPromise<unknown, Operation>(async () => stub('operate')()),
+    operate: fromPromise<unknown, OperateInput>(async () => stub('operate')()),
   },
   actions: {
     /** Answers the caller of `op` with an error; nothing was done. */
@@ -185,15 +190,16 @@ export const sessionMachine = setup({
       states: {
         turn: {
           initial: 'idle',
-          // On the region, not on `active`: re-entering `active` would reset the inactivity region too.
-          on: { SETTLE: { target: '.idle', actions: 'clearOperations' } },
           states: {
             idle: { always: { guard: 'hasQueued', target: 'running', actions: 'dequeue' } },
             running: {
               invoke: {
                 id: 'operate',
                 src: 'operate',
-                input: ({ context }) => context.current ?? { id: 'none', kind: 'expire' },
+                input: ({ context }) => ({
+                  sessionId: context.sessionId,
+                  op: context.current ?? { id: 'none', kind: 'expire' },
+                }),
                 onDone: { target: 'idle', actions: 'finish' },
                 onError: { target: 'idle', actions: 'finish' },
               },
@@ -231,18 +237,62 @@ export function statusOf(snapshot: SessionSnapshot): SessionStatus {
 }
 
 /**
+ * A scope for computing transitions without running anything: actions go nowhere, children are not started.
+ * xstate's own `transition()` builds one (a whole actor) per call; one per machine is enough.
+ */
+const inertScopes = new WeakMap<SessionMachine, ActorScope<SessionSnapshot, SessionEvent>>();
+
+function inertScope(machine: SessionMachine): ActorScope<SessionSnapshot, SessionEvent> {
+  let scope = inertScopes.get(machine);
+  if (!scope) {
+    const self = createActor(machine, { input: { sessionId: '', expiresAt: 0 } });
+    scope = {
+      self,
+      id: '',
+      sessionId: '',
+      system: self.system,
+      logger: () => {},
+      defer: () => {},
+      emit: () => {},
+      stopChild: () => {},
+      actionExecutor: () => {},
+    };
+    inertScopes.set(machine, scope);
+  }
+  return scope;
+}
+
+/**
  * The snapshot to store: `snapshot` after `event` (when given), with no operation in flight. What is
  * queued or running belongs to callers still waiting on this process; after a crash they are gone, and a
- * retry (with its Idempotency-Key) finds the committed part of the work in the store.
+ * retry (with its Idempotency-Key) finds the committed part of the work in the store. Settling is written
+ * out here rather than as a transition because it runs twice per turn: the turn region is idle and the
+ * queue, the running operation, the keys in flight and the running child are gone.
  */
 export function persistedSnapshot(
   machine: SessionMachine,
   snapshot: SessionSnapshot,
   event?: SessionEvent,
 ): string {
-  let next = event ? transition(machine, snapshot, event)[0] : snapshot;
-  if (next.status === 'active') next = transition(machine, next, { type: 'SETTLE' })[0];
-  return JSON.stringify(machine.getPersistedSnapshot(next));
+  const next = event ? machine.transition(snapshot, event, inertScope(machine)) : snapshot;
+  // xstate types the persisted snapshot as any snapshot; a machine snapshot has these fields.
+  const persisted = machine.getPersistedSnapshot(next) as unknown as PersistedSession;
+  if (next.status !== 'active' || typeof persisted.value !== 'object' || !('active' in persisted.value)) {
+    return JSON.stringify(persisted);
+  }
+  return JSON.stringify({
+    ...persisted,
+    value: { active: { ...persisted.value.active, turn: 'idle' } },
+    context: { ...persisted.context, queue: [], current: null, inflight: {} },
+    children: {},
+  });
+}
+
+/** The parts of xstate's persisted snapshot that settling touches. */
+interface PersistedSession {
+  value: string | { active: { turn: string; inactivity: string } };
+  context: SessionContext;
+  children: Record<string, unknown>;
 }
 
 /** The persisted snapshot of a new session. */

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { createActor, fromPromise } from 'xstate';
 import {
   initialPersistedSnapshot,
+  type OperateInput,
   type Operation,
   persistedSnapshot,
   type RejectCode,
@@ -36,9 +37,9 @@ function harness() {
   const rejectedAll: { ops: string[]; code: RejectCode }[] = [];
   const machine: SessionMachine = sessionMachine.provide({
     actors: {
-      operate: fromPromise<unknown, Operation>(({ input }) => {
-        started.push(input.id);
-        return new Promise((resolve, reject) => pending.set(input.id, { resolve, reject }));
+      operate: fromPromise<unknown, OperateInput>(({ input: { op } }) => {
+        started.push(op.id);
+        return new Promise((resolve, reject) => pending.set(op.id, { resolve, reject }));
       }),
     },
     actions: {
