@@ -16,15 +16,9 @@ import {
   type Store,
   type User,
 } from '../store/store.ts';
-import {
-  earlierAttempt,
-  type InactivityPayload,
-  type InactivityResult,
-  type SendPayload,
-  type TerminateResult,
-  type TurnResult,
-} from './operations.ts';
+import type { InactivityPayload, InactivityResult, TerminateResult } from './operations.ts';
 import { type SessionEntry, type SessionHost, statusError, type TurnObserver } from './session-host.ts';
+import { earlierAttempt, type SendPayload, type TurnResult } from './turn.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 

@@ -2,8 +2,8 @@
 // Sending honours Idempotency-Key (DESIGN.md §5); a replayed answer says so in Idempotent-Replayed.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { publicMessage } from '../actors/operations.ts';
 import type { SessionService } from '../actors/session-service.ts';
+import { publicMessage } from '../actors/turn.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';

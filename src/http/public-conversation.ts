@@ -2,8 +2,8 @@
 // feedback, emit the inactivity messages, terminate. Each call is limited to the token's conversation.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { publicMessage } from '../actors/operations.ts';
 import type { SessionService } from '../actors/session-service.ts';
+import { publicMessage } from '../actors/turn.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';

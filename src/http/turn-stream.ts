@@ -5,9 +5,9 @@
 // text it holds; resuming a dropped stream can be built on that.
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import { z } from 'zod';
-import { publicMessage } from '../actors/operations.ts';
 import type { TurnObserver } from '../actors/session-host.ts';
 import type { SendResult } from '../actors/session-service.ts';
+import { publicMessage } from '../actors/turn.ts';
 import { AppError } from '../errors.ts';
 import type { MessageRecord } from '../store/store.ts';
 import { SSE_HEADERS, SseStream } from './sse.ts';
