@@ -28,6 +28,11 @@ import type { ActorMetrics } from './actor-metrics.ts';
 export interface SessionEntry {
   /** The session row as activated; `messages_count` follows the commits of this process. */
   readonly session: SessionRecord;
+  /**
+   * The session's latest messages, oldest first, once a turn has read them: every commit appends what it
+   * stored, so a turn does not read its history back from the store. Gone with the actor.
+   */
+  history: MessageRecord[] | null;
   readonly actor: SessionActor;
   lastUsed: number;
 }
@@ -235,7 +240,7 @@ export class SessionHost {
     if (!loaded) return null;
     const { session } = loaded;
     if (!this.#o.coordinator.fence(session.shard)) throw shardMoving(sessionId);
-    const shell = { session, lastUsed: Date.now() } as {
+    const shell = { session, lastUsed: Date.now(), history: null } as {
       -readonly [K in keyof SessionEntry]: SessionEntry[K];
     };
     const snapshot = loaded.snapshot ? JSON.parse(loaded.snapshot) : undefined;
@@ -338,6 +343,7 @@ export class SessionHost {
           this.#lostShard(shard);
           throw shardMoving(entry.session.id, err);
         }
+        if (entry.history && result.messages.length > 0) entry.history.push(...result.messages);
         if (event) entry.actor.send(event);
         return result;
       },

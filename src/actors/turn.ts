@@ -10,7 +10,7 @@ import { AppError } from '../errors.ts';
 import type { Operation } from '../machines/session.ts';
 import type { ContentBlock, JsonObject, MessageRecord, Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
-import type { OperationContext, SessionChange } from './session-host.ts';
+import type { OperationContext, SessionChange, SessionEntry } from './session-host.ts';
 
 /** Idempotency-Keys are remembered for 24 h from their first use (DESIGN.md §5). */
 export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000;
@@ -207,7 +207,7 @@ async function askModel(
       (performance.now() - modelStarted) / 1000,
     );
   try {
-    const history = await store.recentMessages(session.id, agent.history_limit);
+    const history = await recentHistory(store, context.entry, agent.history_limit);
     const user = session.user ? await store.getUser(session.tenant_id, session.user.id) : null;
     const reply = await callModel(
       provider,
@@ -227,6 +227,13 @@ async function askModel(
     metrics.turns.inc({ outcome });
     throw err;
   }
+}
+
+/** The last `limit` messages, from the actor's cache (kept to `limit`) or, on its first turn, the store. */
+async function recentHistory(store: Store, entry: SessionEntry, limit: number): Promise<MessageRecord[]> {
+  entry.history ??= await store.recentMessages(entry.session.id, limit);
+  if (entry.history.length > limit) entry.history.splice(0, entry.history.length - limit);
+  return entry.history;
 }
 
 /** The stored answer of a finished turn, for replays under its Idempotency-Key. */

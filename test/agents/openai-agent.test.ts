@@ -502,3 +502,58 @@ describe('the agents file', () => {
     }
   });
 });
+
+describe('the history the model sees, kept by the session actor between turns', () => {
+  for (const passivate of [false, true]) {
+    test(`is the last history_limit stored messages, authored and inactivity messages included${passivate ? ', also after passivation' : ''}`, async (ctx) => {
+      const file = await writeAgents('history.yaml', agentsYaml(['    history_limit: 4']));
+      const app = await buildTestApp({ PARLEY_AGENTS_FILE: file, FAKE_API_KEY: 'sk-test' });
+      ctx.after(() => app.close());
+      const call = (
+        method: 'GET' | 'POST',
+        url: string,
+        payload?: object,
+        headers: Record<string, string> = { 'x-api-key': app.apiKey },
+      ) => app.app.inject({ method, url, headers, ...(payload ? { payload } : {}) });
+      const started = await call('POST', '/v1/agents/gpt/conversations', {});
+      assert.equal(started.statusCode, 201, started.body);
+      const { conversation, session_token } = started.json();
+      const id: string = conversation.id;
+
+      behaviour = streams('answer one');
+      assert.equal(
+        (await call('POST', `/v1/agents/sessions/${id}/messages`, { content: 'q1' })).statusCode,
+        201,
+      );
+      const authored = await call('POST', `/v1/agents/sessions/${id}/messages`, {
+        content: 'a colleague takes over',
+        role: 'assistant',
+      });
+      assert.equal(authored.statusCode, 201, authored.body);
+      const warning = await call(
+        'POST',
+        `/v1/public/agents/conversations/${id}/inactivity`,
+        { step: 'warning' },
+        { authorization: `Bearer ${session_token}` },
+      );
+      assert.equal(warning.statusCode, 200, warning.body);
+      if (passivate) assert.ok(app.app.sessionHost.passivate(id));
+
+      behaviour = streams('answer two');
+      assert.equal(
+        (await call('POST', `/v1/agents/sessions/${id}/messages`, { content: 'q2' })).statusCode,
+        201,
+      );
+      const seen = lastRequest().body.messages.slice(1);
+
+      const listed = await call('GET', `/v1/agents/sessions/${id}/messages?limit=100`);
+      const stored = (listed.json().items as { role: string; content: { text: string }[] }[]).map((m) => ({
+        role: m.role,
+        content: m.content.map((b) => b.text).join(''),
+      }));
+      assert.equal(stored.length, 6);
+      // What the model saw is the history before its own reply, cut to history_limit.
+      assert.deepEqual(seen, stored.slice(0, -1).slice(-4));
+    });
+  }
+});
