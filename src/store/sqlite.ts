@@ -617,30 +617,15 @@ export class SqliteStore implements Store {
 
   #applySessionWrite(write: SessionWrite): SessionWriteResult {
     const at = write.at ?? now();
-    this.#checkFence(write.fence);
-    const owner = this.#q('SELECT shard FROM sessions WHERE id = ?').get(write.session_id) as
-      | { shard: number }
-      | undefined;
+    // The fence and the session's own shard in one lookup: a fence of another shard proves nothing.
+    const owner = this.#q(
+      'SELECT s.shard, o.epoch FROM sessions s LEFT JOIN shard_owner o ON o.shard = s.shard WHERE s.id = ?',
+    ).get(write.session_id) as { shard: number; epoch: number | null } | undefined;
     if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
-    // A fence of another shard proves nothing about this session's shard.
-    if (owner.shard !== write.fence.shard) throw new StaleEpochError(owner.shard);
-    const messages: MessageRecord[] = [];
-    if (write.messages && write.messages.length > 0) {
-      const last = this.#q('SELECT max(seq) AS seq FROM messages WHERE session_id = ?').get(
-        write.session_id,
-      ) as { seq: number | null };
-      let seq = last.seq ?? 0;
-      const insert = this.#q(
-        `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      );
-      for (const m of write.messages) {
-        seq += 1;
-        const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
-        insert.run(m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at);
-        messages.push({ ...m, session_id: write.session_id, created_at: at });
-      }
+    if (owner.shard !== write.fence.shard || owner.epoch !== write.fence.epoch) {
+      throw new StaleEpochError(owner.shard);
     }
+    const added = write.messages ?? [];
     const p = write.patch;
     const row = this.#q(
       `UPDATE sessions SET
@@ -660,10 +645,25 @@ export class SqliteStore implements Store {
       close_reason: p.close_reason ?? null,
       expires_at: p.expires_at === undefined ? null : new Date(p.expires_at).toISOString(),
       last_message_at: p.last_message_at ?? null,
-      added: messages.length,
+      added: added.length,
       snapshot: p.snapshot,
       at,
     }) as { messages_count: number };
+    // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
+    let seq = row.messages_count - added.length;
+    const messages: MessageRecord[] = [];
+    if (added.length > 0) {
+      const insert = this.#q(
+        `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      );
+      for (const m of added) {
+        seq += 1;
+        const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
+        insert.run(m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at);
+        messages.push({ ...m, session_id: write.session_id, created_at: at });
+      }
+    }
     if (write.idempotency) {
       const k = write.idempotency;
       this.#q(
