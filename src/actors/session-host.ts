@@ -1,6 +1,7 @@
 // The session actor host: one XState actor per session this process owns. It activates a session from the
 // store on first use, hands callers' operations to the actor (which runs them one at a time), commits every
 // change with the shard's fencing epoch before the actor sees it, and passivates idle actors under an LRU cap.
+import { setMaxListeners } from 'node:events';
 import { createActor, fromPromise } from 'xstate';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { AppError } from '../errors.ts';
@@ -114,6 +115,8 @@ export class SessionHost {
   constructor(options: SessionHostOptions) {
     this.#o = options;
     this.#machine = this.#provideMachine();
+    // Every running model call listens on it: as many listeners as turns in flight, not a leak.
+    setMaxListeners(0, this.#shutdown.signal);
   }
 
   start(): void {
