@@ -1,6 +1,6 @@
 // The result table (figure, Parley, floor, ratio, target, met) and bench/RESULTS.md with the machine description.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { benchDir } from './processes.ts';
@@ -92,6 +92,10 @@ export function writeResults(options: {
   details: string;
 }): string {
   const file = join(benchDir, 'RESULTS.md');
+  // The notes are written by people (what the profile showed, what was changed); a new run keeps them.
+  const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const notesAt = previous.indexOf('\n## Notes\n');
+  const notes = notesAt >= 0 ? previous.slice(notesAt + '\n## Notes\n'.length).trim() : '<!-- analysis -->';
   const text = `# Benchmark results
 
 Written by \`npm run bench\` (\`bench/run.ts\`); every figure below was measured in this run.
@@ -115,7 +119,7 @@ ${options.details}
 
 ## Notes
 
-<!-- analysis -->
+${notes}
 `;
   writeFileSync(file, text);
   return file;
