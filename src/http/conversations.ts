@@ -8,20 +8,20 @@ import { AppError } from '../errors.ts';
 import type { SessionRecord } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
 import { authErrors, errorEnvelope, timestamp } from './schemas.ts';
-import { sessionCreate, sessionStatus } from './session-schemas.ts';
+import { sessionCreate, sessionSchema } from './session-schemas.ts';
 
 /** The conversation record: what a front-end may see of a session (no metadata, context or user). */
-export const conversationSchema = z
-  .object({
-    id: z.string(),
-    agent_id: z.string(),
-    status: sessionStatus,
-    created_at: timestamp,
-    updated_at: timestamp,
-    closed_at: timestamp.nullable(),
-    close_reason: z.string().nullable(),
-    messages_count: z.number().int(),
-    last_message_at: timestamp.nullable(),
+export const conversationSchema = sessionSchema
+  .pick({
+    id: true,
+    agent_id: true,
+    status: true,
+    created_at: true,
+    updated_at: true,
+    closed_at: true,
+    close_reason: true,
+    messages_count: true,
+    last_message_at: true,
   })
   .meta({ id: 'Conversation' });
 

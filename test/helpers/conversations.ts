@@ -24,6 +24,19 @@ export interface StartedConversation {
   expires_at: string;
 }
 
+/** The fields of the Conversation record, sorted: exactly these, never metadata, context or user. */
+export const recordKeys = [
+  'agent_id',
+  'close_reason',
+  'closed_at',
+  'created_at',
+  'id',
+  'last_message_at',
+  'messages_count',
+  'status',
+  'updated_at',
+];
+
 export const publicPath = (conversationId: string, rest = '') =>
   `/v1/public/agents/conversations/${conversationId}${rest}`;
 

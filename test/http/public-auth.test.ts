@@ -13,7 +13,13 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { buildTestApp, type TestApp } from '../helpers/app.ts';
-import { openConversation, publicClient, publicPath, startConversation } from '../helpers/conversations.ts';
+import {
+  openConversation,
+  publicClient,
+  publicPath,
+  recordKeys,
+  startConversation,
+} from '../helpers/conversations.ts';
 import {
   assert422,
   assertError,
@@ -27,18 +33,6 @@ import {
 const ISSUER = 'parley';
 const AUDIENCE = 'parley-public';
 const DEFAULT_TTL_SECONDS = 900;
-
-const recordKeys = [
-  'agent_id',
-  'close_reason',
-  'closed_at',
-  'created_at',
-  'id',
-  'last_message_at',
-  'messages_count',
-  'status',
-  'updated_at',
-];
 
 const b64url = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const fromB64url = (part: string | undefined) =>

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SessionTokens } from '../../src/auth/session-tokens.ts';
 import type { TestApp } from '../helpers/app.ts';
-import { type Conversation, openConversation, publicClient } from '../helpers/conversations.ts';
+import { type Conversation, openConversation, publicClient, recordKeys } from '../helpers/conversations.ts';
 import { encodeForm, tinyPdf, tinyPng } from '../helpers/multipart.ts';
 import {
   allMessages,
@@ -70,18 +70,6 @@ async function record(pub: ReturnType<typeof publicClient>): Promise<Conversatio
   assert.equal(res.statusCode, 200, res.body);
   return res.json();
 }
-
-const recordKeys = [
-  'agent_id',
-  'close_reason',
-  'closed_at',
-  'created_at',
-  'id',
-  'last_message_at',
-  'messages_count',
-  'status',
-  'updated_at',
-];
 
 describe('authentication of the public family', () => {
   const routes: [string, 'GET' | 'POST', string, object | undefined][] = [

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, request } from 'undici';
 import type { TestApp } from '../helpers/app.ts';
 import {
   allMessages,
@@ -16,99 +16,7 @@ import {
   testAgents,
   textOf,
 } from '../helpers/sessions.ts';
-
-// --- a small SSE reader -------------------------------------------------------------------------------
-
-interface EventData {
-  turn_id: string;
-  session_id?: string;
-  user_message?: Message | null;
-  message_id?: string | null;
-  delta?: { type: string; text: string };
-  message?: Message;
-  usage?: { input_tokens: number; output_tokens: number } | null;
-  error?: { code: string; name: string; message: string };
-}
-
-interface SseEvent {
-  event: string;
-  id: string | undefined;
-  data: EventData;
-}
-
-/** Parses the complete events of `raw` (blocks ended by a blank line); `:` lines are comments. */
-function parseSse(raw: string): { events: SseEvent[]; comments: string[] } {
-  const blocks = raw.replace(/\r\n?/g, '\n').split('\n\n');
-  blocks.pop(); // what follows the last blank line is not a complete event yet
-  const events: SseEvent[] = [];
-  const comments: string[] = [];
-  for (const block of blocks) {
-    let event = 'message';
-    let id: string | undefined;
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line === '') continue;
-      if (line.startsWith(':')) {
-        comments.push(line.slice(1).trim());
-        continue;
-      }
-      const colon = line.indexOf(':');
-      const field = colon < 0 ? line : line.slice(0, colon);
-      let value = colon < 0 ? '' : line.slice(colon + 1);
-      if (value.startsWith(' ')) value = value.slice(1);
-      if (field === 'event') event = value;
-      else if (field === 'id') id = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length > 0) events.push({ event, id, data: JSON.parse(data.join('\n')) as EventData });
-  }
-  return { events, comments };
-}
-
-/** A response read piece by piece, keeping the raw text it has seen. */
-class StreamReader {
-  raw = '';
-  readonly #chunks: AsyncIterator<Buffer>;
-  readonly #decoder = new TextDecoder();
-
-  readonly status: number;
-  readonly headers: Dispatcher.ResponseData['headers'];
-  readonly body: Dispatcher.ResponseData['body'];
-
-  constructor(
-    status: number,
-    headers: Dispatcher.ResponseData['headers'],
-    body: Dispatcher.ResponseData['body'],
-  ) {
-    this.status = status;
-    this.headers = headers;
-    this.body = body;
-    this.#chunks = body[Symbol.asyncIterator]();
-  }
-
-  get events(): SseEvent[] {
-    return parseSse(this.raw).events;
-  }
-
-  async #next(): Promise<boolean> {
-    const next = await this.#chunks.next();
-    if (next.done) return false;
-    this.raw += this.#decoder.decode(next.value, { stream: true });
-    return true;
-  }
-
-  /** Reads until `done(events)` holds or the body ends. */
-  async until(done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
-    while (!done(this.events) && (await this.#next()));
-    return this.events;
-  }
-
-  /** Reads to the end of the body. */
-  async all(): Promise<SseEvent[]> {
-    while (await this.#next());
-    return this.events;
-  }
-}
+import { type SseEvent, StreamReader } from '../helpers/sse.ts';
 
 // --- a fake OpenAI-compatible model server: what it does depends on the agent's `model` -----------------
 

@@ -1,0 +1,97 @@
+// Reads Server-Sent Events as a browser would: blocks ended by a blank line, `event`/`id`/`data` fields, `:`
+// lines as comments. Written here, not imported from src/, so that the tests check the wire on their own.
+import type { Dispatcher } from 'undici';
+import type { Message } from './sessions.ts';
+
+export interface EventData {
+  turn_id: string;
+  session_id?: string;
+  user_message?: Message | null;
+  message_id?: string | null;
+  index?: number;
+  delta?: { type: string; text: string };
+  message?: Message;
+  conversation_status?: string;
+  usage?: { input_tokens: number; output_tokens: number } | null;
+  error?: { code: string; name: string; message: string };
+}
+
+export interface SseEvent {
+  event: string;
+  id: string | undefined;
+  data: EventData;
+}
+
+/** Parses the complete events of `raw` (blocks ended by a blank line); `:` lines are comments. */
+export function parseSse(raw: string): { events: SseEvent[]; comments: string[] } {
+  const blocks = raw.replace(/\r\n?/g, '\n').split('\n\n');
+  blocks.pop(); // what follows the last blank line is not a complete event yet
+  const events: SseEvent[] = [];
+  const comments: string[] = [];
+  for (const block of blocks) {
+    let event = 'message';
+    let id: string | undefined;
+    const data: string[] = [];
+    for (const line of block.split('\n')) {
+      if (line === '') continue;
+      if (line.startsWith(':')) {
+        comments.push(line.slice(1).trim());
+        continue;
+      }
+      const colon = line.indexOf(':');
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let value = colon < 0 ? '' : line.slice(colon + 1);
+      if (value.startsWith(' ')) value = value.slice(1);
+      if (field === 'event') event = value;
+      else if (field === 'id') id = value;
+      else if (field === 'data') data.push(value);
+    }
+    if (data.length > 0) events.push({ event, id, data: JSON.parse(data.join('\n')) as EventData });
+  }
+  return { events, comments };
+}
+
+export /** A response read piece by piece, keeping the raw text it has seen. */
+class StreamReader {
+  raw = '';
+  readonly #chunks: AsyncIterator<Buffer>;
+  readonly #decoder = new TextDecoder();
+
+  readonly status: number;
+  readonly headers: Dispatcher.ResponseData['headers'];
+  readonly body: Dispatcher.ResponseData['body'];
+
+  constructor(
+    status: number,
+    headers: Dispatcher.ResponseData['headers'],
+    body: Dispatcher.ResponseData['body'],
+  ) {
+    this.status = status;
+    this.headers = headers;
+    this.body = body;
+    this.#chunks = body[Symbol.asyncIterator]();
+  }
+
+  get events(): SseEvent[] {
+    return parseSse(this.raw).events;
+  }
+
+  async #next(): Promise<boolean> {
+    const next = await this.#chunks.next();
+    if (next.done) return false;
+    this.raw += this.#decoder.decode(next.value, { stream: true });
+    return true;
+  }
+
+  /** Reads until `done(events)` holds or the body ends. */
+  async until(done: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+    while (!done(this.events) && (await this.#next()));
+    return this.events;
+  }
+
+  /** Reads to the end of the body. */
+  async all(): Promise<SseEvent[]> {
+    while (await this.#next());
+    return this.events;
+  }
+}
