@@ -10,7 +10,8 @@ export const SSE_HEADERS = {
 } as const;
 
 export class SseStream extends Readable {
-  readonly #ping: NodeJS.Timeout;
+  readonly #pingMs: number;
+  #ping: NodeJS.Timeout | undefined;
   #backedUp = false;
   #closed = false;
   /** Called when a slow reader has caught up (what was held back may be sent now). */
@@ -19,8 +20,7 @@ export class SseStream extends Readable {
   constructor(pingMs = 15_000) {
     // A small buffer: beyond it the writer holds back (and merges) instead of queueing.
     super({ highWaterMark: 16 * 1024 });
-    this.#ping = setInterval(() => this.#push(': ping\n\n'), pingMs);
-    this.#ping.unref();
+    this.#pingMs = pingMs;
   }
 
   /** True while the reader is behind: the writer should merge what it can rather than send it now. */
@@ -30,6 +30,11 @@ export class SseStream extends Readable {
 
   /** Sends one event; ignored once the stream is closed or the client has gone. */
   send(event: string, id: string, data: unknown): void {
+    // Pings start with the first event: before it, nothing is sent (the answer may yet be a JSON error).
+    if (!this.#ping && !this.#closed) {
+      this.#ping = setInterval(() => this.#push(': ping\n\n'), this.#pingMs);
+      this.#ping.unref();
+    }
     this.#push(`event: ${event}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
   }
 
