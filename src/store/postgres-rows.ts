@@ -1,5 +1,6 @@
 // Row mapping for PostgresStore: turns rows of the PostgreSQL schema (postgres-migrations.ts) into the
-// records of store.ts, exactly as SqliteStore shapes them, plus the SQL fragments both need alike.
+// records of store.ts, exactly as SqliteStore shapes them; plus the SQL helpers its modules share.
+import type pg from 'pg';
 import type {
   ApiKeyRecord,
   ContentBlock,
@@ -110,3 +111,31 @@ export const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) =
 /** SQLite's NOCASE: folds ASCII letters only, whatever the database's locale (the index uses the same). */
 export const asciiFold = (expr: string) =>
   `translate(${expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`;
+
+/** A WHERE clause with positional parameters ($1, $2, …), built condition by condition. */
+export class Where {
+  readonly params: unknown[] = [];
+  readonly #conditions: string[] = [];
+
+  /** Adds `condition`, given the placeholder of `value`. */
+  add(condition: (placeholder: string) => string, value: unknown): this {
+    this.params.push(value);
+    this.#conditions.push(condition(`$${this.params.length}`));
+    return this;
+  }
+
+  /** `WHERE …` with `orderBy`, fetching one row more than the page (see toPage). */
+  paged(orderBy: string, page: { limit: number; offset: number }): string {
+    this.params.push(page.limit + 1, page.offset);
+    const n = this.params.length;
+    return `WHERE ${this.#conditions.join(' AND ')} ORDER BY ${orderBy} LIMIT $${n - 1} OFFSET $${n}`;
+  }
+}
+
+export type Queryable = Pick<pg.PoolClient, 'query'>;
+
+/** What the per-resource modules need of PostgresStore: a read on the pool, a write in a transaction. */
+export interface Db {
+  rows(sql: string, params?: unknown[]): Promise<Row[]>;
+  tx<T>(fn: (c: Queryable) => Promise<T>): Promise<T>;
+}

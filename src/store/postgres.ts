@@ -2,23 +2,24 @@
 // Same semantics and records as SqliteStore; every write is one transaction, session writes fenced.
 import pg from 'pg';
 import { SHARD_COUNT } from '../cluster/shard.ts';
-import { AppError } from '../errors.ts';
+import * as files from './postgres-files.ts';
+import { postgresMigrations } from './postgres-migrations.ts';
 import {
-  asciiFold,
+  type Db,
   json,
-  likePrefix,
   now,
+  type Queryable,
   type Row,
   sessionColumns,
   toApiKey,
   toFeedback,
-  toFile,
   toIdempotency,
   toMessage,
   toSession,
-  toUser,
+  Where,
 } from './postgres-rows.ts';
-import { postgresMigrations } from './postgres-migrations.ts';
+import { applySessionWrite, insertSession } from './postgres-sessions.ts';
+import * as users from './postgres-users.ts';
 import type { Migration } from './sqlite-migrations.ts';
 import {
   type ApiKeyRecord,
@@ -36,7 +37,6 @@ import {
   type SessionRecord,
   type SessionWrite,
   type SessionWriteResult,
-  StaleEpochError,
   type Store,
   type StoredFile,
   type Tenant,
@@ -46,13 +46,8 @@ import {
   type UserFilter,
 } from './store.ts';
 
-type Queryable = Pick<pg.PoolClient, 'query'>;
-
 /** The advisory lock under which migrations run, so that processes starting together apply each once. */
 const MIGRATION_LOCK = 0x7061726c; // 'parl'
-
-const isReferenceConflict = (err: unknown) =>
-  err instanceof pg.DatabaseError && err.code === '23505' && err.constraint === 'users_live_reference';
 
 export class PostgresStore implements Store {
   readonly kind = 'postgres';
@@ -66,6 +61,11 @@ export class PostgresStore implements Store {
     this.#pool.on('error', () => {});
     this.#migrations = migrations;
   }
+
+  readonly #db: Db = {
+    rows: (sql, params) => this.#rows(sql, params),
+    tx: (fn) => this.#tx(fn),
+  };
 
   async #rows(sql: string, params: unknown[] = []): Promise<Row[]> {
     return (await this.#pool.query(sql, params)).rows;
@@ -126,18 +126,24 @@ export class PostgresStore implements Store {
   async createTenant(id: string, name: string): Promise<Tenant> {
     const tenant = { id, name, created_at: now() };
     await this.#tx((c) =>
-      c.query('INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)', [id, name, tenant.created_at]),
+      c.query('INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)', [
+        id,
+        name,
+        tenant.created_at,
+      ]),
     );
     return tenant;
   }
 
   async getTenant(id: string): Promise<Tenant | null> {
     const [row] = await this.#rows('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
-    return (row as Tenant | undefined) ?? null;
+    return (row as unknown as Tenant | undefined) ?? null;
   }
 
   async listTenants(): Promise<Tenant[]> {
-    return (await this.#rows('SELECT id, name, created_at FROM tenants ORDER BY created_at, id')) as Tenant[];
+    return (await this.#rows(
+      'SELECT id, name, created_at FROM tenants ORDER BY created_at, id',
+    )) as unknown as Tenant[];
   }
 
   async createApiKey(key: NewApiKey): Promise<ApiKeyRecord> {
@@ -189,188 +195,46 @@ export class PostgresStore implements Store {
     return row?.n as number;
   }
 
-  // --- users
+  // --- users (postgres-users.ts) and files (postgres-files.ts)
 
-  async createUser(tenantId: string, id: string, fields: UserFields): Promise<User> {
-    const at = now();
-    const row = {
-      id,
-      tenant_id: tenantId,
-      reference: fields.reference ?? null,
-      name: fields.name ?? null,
-      email: fields.email ?? null,
-      phone: fields.phone ?? null,
-      metadata: json(fields.metadata),
-      info: json(fields.info),
-      created_at: at,
-      updated_at: at,
-    };
-    try {
-      await this.#tx((c) =>
-        c.query(
-          `INSERT INTO users (id, tenant_id, reference, name, email, phone, metadata, info, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-          Object.values(row),
-        ),
-      );
-    } catch (err) {
-      throw this.#referenceConflict(err, fields.reference);
-    }
-    return toUser(row);
+  createUser(tenantId: string, id: string, fields: UserFields): Promise<User> {
+    return users.createUser(this.#db, tenantId, id, fields);
   }
 
-  #referenceConflict(err: unknown, reference: string | null | undefined): unknown {
-    if (!isReferenceConflict(err)) return err;
-    return new AppError('user_reference_conflict', undefined, { context: { reference } });
+  getUser(tenantId: string, id: string): Promise<User | null> {
+    return users.getUser(this.#db, tenantId, id);
   }
 
-  async getUser(tenantId: string, id: string): Promise<User | null> {
-    const [row] = await this.#rows(
-      'SELECT * FROM users WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL',
-      [tenantId, id],
-    );
-    return row ? toUser(row) : null;
+  listUsers(tenantId: string, filter: UserFilter, page: PageRequest): Promise<Page<User>> {
+    return users.listUsers(this.#db, tenantId, filter, page);
   }
 
-  async listUsers(tenantId: string, filter: UserFilter, page: PageRequest): Promise<Page<User>> {
-    const params: unknown[] = [tenantId];
-    const where = ['tenant_id = $1', 'deleted_at IS NULL'];
-    if (filter.reference !== undefined) {
-      params.push(filter.reference);
-      where.push(`reference = $${params.length}`);
-    }
-    if (filter.email !== undefined) {
-      params.push(filter.email);
-      where.push(`${asciiFold('email')} = ${asciiFold(`$${params.length}::text`)}`);
-    }
-    params.push(page.limit + 1, page.offset);
-    const rows = await this.#rows(
-      `SELECT * FROM users WHERE ${where.join(' AND ')}
-         ORDER BY created_at DESC, row_order DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
-      params,
-    );
-    return toPage(rows.map(toUser), page);
+  updateUser(tenantId: string, id: string, fields: UserFields): Promise<User | null> {
+    return users.updateUser(this.#db, tenantId, id, fields);
   }
 
-  async updateUser(tenantId: string, id: string, fields: UserFields): Promise<User | null> {
-    const params: unknown[] = [tenantId, id, now()];
-    const sets = ['updated_at = $3'];
-    for (const column of ['reference', 'name', 'email', 'phone', 'metadata', 'info'] as const) {
-      const value = fields[column];
-      if (value === undefined) continue;
-      params.push(column === 'metadata' || column === 'info' ? json(value) : value);
-      sets.push(`${column} = $${params.length}`);
-    }
-    try {
-      const { rows } = await this.#tx((c) =>
-        c.query(
-          `UPDATE users SET ${sets.join(', ')}
-             WHERE tenant_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING *`,
-          params,
-        ),
-      );
-      return rows[0] ? toUser(rows[0]) : null;
-    } catch (err) {
-      throw this.#referenceConflict(err, fields.reference);
-    }
+  deleteUser(tenantId: string, id: string): Promise<boolean> {
+    return users.deleteUser(this.#db, tenantId, id);
   }
 
-  async deleteUser(tenantId: string, id: string): Promise<boolean> {
-    const at = now();
-    const result = await this.#tx((c) =>
-      c.query(
-        'UPDATE users SET deleted_at = $1, updated_at = $1 WHERE tenant_id = $2 AND id = $3 AND deleted_at IS NULL',
-        [at, tenantId, id],
-      ),
-    );
-    return result.rowCount === 1;
+  createFile(tenantId: string, file: NewFile, content: Buffer): Promise<StoredFile> {
+    return files.createFile(this.#db, tenantId, file, content);
   }
 
-  // --- files
-
-  async createFile(tenantId: string, file: NewFile, content: Buffer): Promise<StoredFile> {
-    const stored: StoredFile = {
-      id: file.id,
-      name: file.name,
-      size: content.length,
-      mime_type: file.mime_type,
-      created_at: now(),
-      metadata: file.metadata,
-      session_id: file.session_id,
-    };
-    await this.#tx(async (c) => {
-      await c.query(
-        `INSERT INTO files (id, tenant_id, session_id, name, name_lower, size, mime_type, metadata, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [
-          stored.id,
-          tenantId,
-          stored.session_id,
-          stored.name,
-          // Folded here, by the same toLowerCase as the filter's prefix: both sides fold alike.
-          stored.name.toLowerCase(),
-          stored.size,
-          stored.mime_type,
-          json(stored.metadata),
-          stored.created_at,
-        ],
-      );
-      await c.query('INSERT INTO file_blobs (file_id, data) VALUES ($1, $2)', [stored.id, content]);
-    });
-    return stored;
+  getFile(tenantId: string, id: string): Promise<StoredFile | null> {
+    return files.getFile(this.#db, tenantId, id);
   }
 
-  async getFile(tenantId: string, id: string): Promise<StoredFile | null> {
-    const [row] = await this.#rows('SELECT * FROM files WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
-    return row ? toFile(row) : null;
+  listFiles(tenantId: string, filter: FileFilter, page: PageRequest): Promise<Page<StoredFile>> {
+    return files.listFiles(this.#db, tenantId, filter, page);
   }
 
-  async listFiles(tenantId: string, filter: FileFilter, page: PageRequest): Promise<Page<StoredFile>> {
-    const params: unknown[] = [tenantId];
-    const where = ['tenant_id = $1'];
-    const add = (condition: (p: string) => string, value: unknown) => {
-      params.push(value);
-      where.push(condition(`$${params.length}`));
-    };
-    if (filter.name !== undefined) {
-      add((p) => `name_lower LIKE ${p} ESCAPE '\\'`, likePrefix(filter.name.toLowerCase()));
-    }
-    if (filter.session_id !== undefined) add((p) => `session_id = ${p}`, filter.session_id);
-    if (filter.mime_type !== undefined) add((p) => `mime_type = ${p}`, filter.mime_type);
-    if (filter.created_after !== undefined) {
-      add((p) => `created_at > ${p}`, new Date(filter.created_after).toISOString());
-    }
-    if (filter.created_before !== undefined) {
-      add((p) => `created_at < ${p}`, new Date(filter.created_before).toISOString());
-    }
-    params.push(page.limit + 1, page.offset);
-    const rows = await this.#rows(
-      `SELECT * FROM files WHERE ${where.join(' AND ')}
-         ORDER BY created_at DESC, row_order DESC LIMIT $${params.length - 1} OFFSET $${params.length}`,
-      params,
-    );
-    return toPage(rows.map(toFile), page);
+  readFileContent(tenantId: string, id: string): Promise<Buffer | null> {
+    return files.readFileContent(this.#db, tenantId, id);
   }
 
-  async readFileContent(tenantId: string, id: string): Promise<Buffer | null> {
-    const [row] = await this.#rows(
-      'SELECT b.data FROM file_blobs b JOIN files f ON f.id = b.file_id WHERE f.tenant_id = $1 AND f.id = $2',
-      [tenantId, id],
-    );
-    return (row?.data as Buffer | undefined) ?? null;
-  }
-
-  async deleteFile(tenantId: string, id: string): Promise<boolean> {
-    return this.#tx(async (c) => {
-      const found = await c.query('SELECT 1 FROM files WHERE tenant_id = $1 AND id = $2 FOR UPDATE', [
-        tenantId,
-        id,
-      ]);
-      if (found.rowCount === 0) return false;
-      await c.query('DELETE FROM file_blobs WHERE file_id = $1', [id]);
-      await c.query('DELETE FROM files WHERE id = $1', [id]);
-      return true;
-    });
+  deleteFile(tenantId: string, id: string): Promise<boolean> {
+    return files.deleteFile(this.#db, tenantId, id);
   }
 
   // --- shards, sessions and messages
@@ -396,44 +260,10 @@ export class PostgresStore implements Store {
     return new Map(rows.map((r) => [r.shard as number, r.epoch as number]));
   }
 
-  /**
-   * Throws StaleEpochError unless the shard's epoch is still the fence's. The row stays share-locked until
-   * commit, so a claim of the shard waits for this write and the write can never land after a newer claim.
-   */
-  async #checkFence(c: Queryable, fence: Fence): Promise<void> {
-    const { rows } = await c.query('SELECT epoch FROM shard_owner WHERE shard = $1 FOR SHARE', [fence.shard]);
-    if (rows[0]?.epoch !== fence.epoch) throw new StaleEpochError(fence.shard);
-  }
-
   async createSession(tenantId: string, session: NewSession, fence: Fence): Promise<SessionRecord> {
     const at = now();
     await this.#tx(async (c) => {
-      await this.#checkFence(c, fence);
-      if (session.shard !== fence.shard) throw new StaleEpochError(session.shard);
-      if (session.user_id !== null) {
-        const user = await c.query('SELECT 1 FROM users WHERE id = $1 AND tenant_id = $2', [
-          session.user_id,
-          tenantId,
-        ]);
-        if (user.rowCount === 0) throw new Error(`User ${session.user_id} is not a user of tenant ${tenantId}`);
-      }
-      await c.query(
-        `INSERT INTO sessions (id, tenant_id, agent_id, user_id, shard, status, context, metadata, expires_at,
-           snapshot, created_at, updated_at)
-           VALUES ($1, $2, $3, $4, $5, 'active', $6, $7, $8, $9, $10, $10)`,
-        [
-          session.id,
-          tenantId,
-          session.agent_id,
-          session.user_id,
-          session.shard,
-          json(session.context),
-          json(session.metadata),
-          new Date(session.expires_at).toISOString(),
-          session.snapshot,
-          at,
-        ],
-      );
+      await insertSession(c, tenantId, session, fence, at);
     });
     const created = await this.getSession(tenantId, session.id);
     if (!created) throw new Error(`Session ${session.id} vanished after its insert`);
@@ -462,99 +292,21 @@ export class PostgresStore implements Store {
     filter: SessionFilter,
     page: PageRequest,
   ): Promise<Page<SessionRecord>> {
-    const params: unknown[] = [tenantId];
-    const where = ['s.tenant_id = $1'];
-    const add = (condition: (p: string) => string, value: unknown) => {
-      params.push(value);
-      where.push(condition(`$${params.length}`));
-    };
-    if (filter.status !== undefined) add((p) => `s.status = ${p}`, filter.status);
-    if (filter.agent_id !== undefined) add((p) => `s.agent_id = ${p}`, filter.agent_id);
-    if (filter.user_id !== undefined) add((p) => `s.user_id = ${p}`, filter.user_id);
-    if (filter.agent_ids !== undefined) add((p) => `s.agent_id = ANY(${p}::text[])`, [...filter.agent_ids]);
-    params.push(page.limit + 1, page.offset);
-    const rows = await this.#rows(
-      `SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
-         WHERE ${where.join(' AND ')} ORDER BY s.created_at DESC, s.row_order DESC
-         LIMIT $${params.length - 1} OFFSET $${params.length}`,
-      params,
-    );
-    return toPage(rows.map(toSession), page);
+    const where = new Where().add((p) => `s.tenant_id = ${p}`, tenantId);
+    if (filter.status !== undefined) where.add((p) => `s.status = ${p}`, filter.status);
+    if (filter.agent_id !== undefined) where.add((p) => `s.agent_id = ${p}`, filter.agent_id);
+    if (filter.user_id !== undefined) where.add((p) => `s.user_id = ${p}`, filter.user_id);
+    if (filter.agent_ids !== undefined) {
+      where.add((p) => `s.agent_id = ANY(${p}::text[])`, [...filter.agent_ids]);
+    }
+    const sql = `SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+      ${where.paged('s.created_at DESC, s.row_order DESC', page)}`;
+    return toPage((await this.#rows(sql, where.params)).map(toSession), page);
   }
 
   /** One transaction per write (no group commit): a stale write fails alone and changes nothing. */
   commitSession(write: SessionWrite): Promise<SessionWriteResult> {
-    return this.#tx((c) => this.#applySessionWrite(c, write));
-  }
-
-  async #applySessionWrite(c: Queryable, write: SessionWrite): Promise<SessionWriteResult> {
-    const at = write.at ?? now();
-    const session = await c.query('SELECT shard FROM sessions WHERE id = $1', [write.session_id]);
-    const shard = session.rows[0]?.shard as number | undefined;
-    if (shard === undefined) throw new Error(`Session ${write.session_id} does not exist`);
-    // A fence of another shard proves nothing about this session's shard.
-    if (shard !== write.fence.shard) throw new StaleEpochError(shard);
-    await this.#checkFence(c, write.fence);
-    const added = write.messages ?? [];
-    const p = write.patch;
-    const { rows } = await c.query(
-      `UPDATE sessions SET
-         status = coalesce($2::text, status),
-         closed_at = coalesce($3::text, closed_at),
-         close_reason = CASE WHEN $4::boolean THEN $5::text ELSE close_reason END,
-         expires_at = coalesce($6::text, expires_at),
-         last_message_at = coalesce($7::text, last_message_at),
-         messages_count = messages_count + $8::int,
-         snapshot = $9, version = version + 1, updated_at = $10
-       WHERE id = $1 RETURNING messages_count`,
-      [
-        write.session_id,
-        p.status ?? null,
-        p.closed_at ?? null,
-        p.close_reason !== undefined,
-        p.close_reason ?? null,
-        p.expires_at === undefined ? null : new Date(p.expires_at).toISOString(),
-        p.last_message_at ?? null,
-        added.length,
-        p.snapshot,
-        at,
-      ],
-    );
-    const messagesCount = rows[0]?.messages_count as number;
-    // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
-    let seq = messagesCount - added.length;
-    const messages: MessageRecord[] = [];
-    for (const m of added) {
-      seq += 1;
-      const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
-      await c.query(
-        `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-        [m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at],
-      );
-      messages.push({ ...m, session_id: write.session_id, created_at: at });
-    }
-    if (write.idempotency) {
-      const k = write.idempotency;
-      // Replaces the whole record, as SQLite's INSERT OR REPLACE does: a new use has no answer yet.
-      await c.query(
-        `INSERT INTO idempotency_records
-           (session_id, key, fingerprint, turn_id, user_message_id, created_at, expires_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7)
-         ON CONFLICT (session_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
-           turn_id = excluded.turn_id, user_message_id = excluded.user_message_id, status_code = NULL,
-           response = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at`,
-        [write.session_id, k.key, k.fingerprint, k.turn_id, k.user_message_id, at, k.expires_at],
-      );
-    }
-    if (write.idempotencyResponse) {
-      const r = write.idempotencyResponse;
-      await c.query(
-        'UPDATE idempotency_records SET status_code = $1, response = $2 WHERE session_id = $3 AND key = $4',
-        [r.status_code, JSON.stringify(r.response), write.session_id, r.key],
-      );
-    }
-    return { messages, messages_count: messagesCount, updated_at: at };
+    return this.#tx((c) => applySessionWrite(c, write));
   }
 
   async sessionsDueForExpiry(at: string, limit: number): Promise<string[]> {
