@@ -25,6 +25,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
 import { validatorCompiler } from './http/validation.ts';
+import { PostgresStore } from './store/postgres.ts';
 import { SqliteStore } from './store/sqlite.ts';
 import type { Store } from './store/store.ts';
 
@@ -42,11 +43,7 @@ export interface AppDependencies {
 
 /** The store the configuration asks for. */
 export function openStore(config: Config): Store {
-  if (config.databaseUrl) {
-    throw new ConfigError(
-      'Invalid configuration: DATABASE_URL is set, but this build has only the embedded SQLite store; unset it.',
-    );
-  }
+  if (config.databaseUrl) return new PostgresStore(config.databaseUrl);
   return new SqliteStore(join(config.dataDir, 'parley.db'));
 }
 

@@ -5,7 +5,9 @@ import { existsSync } from 'node:fs';
 import { rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { PostgresStore } from '../src/store/postgres.ts';
 import { makeTempDir } from './helpers/app.ts';
+import { createTestDatabase } from './helpers/postgres.ts';
 import {
   cliEntry,
   killLeftoverChildren,
@@ -189,20 +191,24 @@ describe('the service with an invalid configuration', { concurrency: 3 }, () => 
     });
   }
 
-  const unsupported: Array<[string, Record<string, string>]> = [
-    ['DATABASE_URL', { DATABASE_URL: 'postgres://x/y' }],
-    ['REDIS_URL', { REDIS_URL: 'redis://x' }],
-  ];
-  for (const [variable, env] of unsupported) {
-    test(`${variable} makes it exit 1 with one line saying this build does not support it yet`, async (t) => {
-      const dataDir = await tempDir(t);
-      const result = await runServiceToExit(dataDir, env);
-      assert.equal(result.code, 1, result.stderr);
-      const errors = lines(result.stderr);
-      assert.equal(errors.length, 1, result.stderr);
-      assert.match(errors[0] ?? '', new RegExp(`\\b${variable}\\b.*unset it`));
-    });
-  }
+  test('REDIS_URL makes it exit 1 with one line saying this build does not support it yet', async (t) => {
+    const dataDir = await tempDir(t);
+    const result = await runServiceToExit(dataDir, { REDIS_URL: 'redis://x' });
+    assert.equal(result.code, 1, result.stderr);
+    const errors = lines(result.stderr);
+    assert.equal(errors.length, 1, result.stderr);
+    assert.match(errors[0] ?? '', /\bREDIS_URL\b.*unset it/);
+  });
+
+  test('DATABASE_URL without PARLEY_TOKEN_SECRET makes it exit 1 with one line naming PARLEY_TOKEN_SECRET', async (t) => {
+    // Several processes sharing one database must accept each other's session tokens.
+    const dataDir = await tempDir(t);
+    const result = await runServiceToExit(dataDir, { DATABASE_URL: 'postgres://x/y' });
+    assert.equal(result.code, 1, result.stderr);
+    const errors = lines(result.stderr);
+    assert.equal(errors.length, 1, result.stderr);
+    assert.match(errors[0] ?? '', /\bPARLEY_TOKEN_SECRET\b/);
+  });
 
   test('DATABASE_URL and REDIS_URL together make it exit 1 with one line naming one of them', async (t) => {
     const dataDir = await tempDir(t);
@@ -214,6 +220,52 @@ describe('the service with an invalid configuration', { concurrency: 3 }, () => 
     const errors = lines(result.stderr);
     assert.equal(errors.length, 1, result.stderr);
     assert.match(errors[0] ?? '', /DATABASE_URL|REDIS_URL/);
+  });
+});
+
+describe('the service with DATABASE_URL', () => {
+  test('it serves /readyz and stores users in the PostgreSQL database', async (t) => {
+    const created = await createTestDatabase();
+    if (created.db === null) {
+      t.skip(created.reason);
+      return;
+    }
+    const db = created.db;
+    t.after(() => db.drop());
+    const dataDir = await tempDir(t);
+    const service = await startService({
+      dataDir,
+      env: {
+        DATABASE_URL: db.url,
+        PARLEY_TOKEN_SECRET: 'a-token-secret-of-at-least-32-bytes!',
+        PARLEY_BOOTSTRAP_API_KEY: bootstrapKey,
+        LOG_LEVEL: 'warn',
+      },
+    });
+    t.after(() => service.kill());
+
+    const ready = await fetch(`${service.url}/readyz`);
+    assert.equal(ready.status, 200);
+    assert.deepEqual(await ready.json(), { status: 'ready' });
+    const response = await fetch(`${service.url}/v1/agents/users`, {
+      method: 'POST',
+      headers: { 'x-api-key': bootstrapKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ reference: 'crm:42', name: 'Ann' }),
+    });
+    assert.equal(response.status, 201, await response.clone().text());
+    const user = (await response.json()) as { id: string };
+    assert.equal((await listUsers(service, bootstrapKey)).status, 200);
+    assert.equal(existsSync(join(dataDir, 'parley.db')), false, 'no SQLite file beside the database');
+
+    // The user is in PostgreSQL, read over a connection of its own.
+    const store = new PostgresStore(db.url);
+    try {
+      const [tenant] = await store.listTenants();
+      assert.equal((await store.getUser(String(tenant?.id), user.id))?.reference, 'crm:42');
+    } finally {
+      await store.close();
+    }
+    assert.equal((await service.stop('SIGTERM', 5_000)).code, 0);
   });
 });
 
