@@ -3,7 +3,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
-export const serverUrl = process.env.PARLEY_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
+export const serverUrl =
+  process.env.PARLEY_TEST_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
   url: string;
