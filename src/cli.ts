@@ -94,6 +94,18 @@ async function run(
   }
 }
 
+/** A database that does not answer is a configuration problem to the operator: one line, not a stack. */
+async function reachable(store: Store): Promise<void> {
+  try {
+    await store.ping();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new ConfigError(
+      `Invalid configuration: DATABASE_URL does not lead to a PostgreSQL server that answers (${reason}).`,
+    );
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
   let parsed: ReturnType<typeof parse>;
   try {
@@ -113,7 +125,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   let store: Store | undefined;
   try {
-    store = openStore(loadConfig());
+    const config = loadConfig();
+    store = openStore(config);
+    if (config.databaseUrl) await reachable(store);
     await run(store, parsed.positionals, parsed.values);
     return 0;
   } catch (err) {

@@ -294,7 +294,7 @@ describe('parley usage and configuration errors', { concurrency: 4 }, () => {
     assert.match(errors[0] ?? '', /PARLEY_TOKEN_TTL/);
   });
 
-  test('a DATABASE_URL exits 1 with one line saying this build has only SQLite', async (t) => {
+  test('a DATABASE_URL that leads nowhere exits 1 with one line naming DATABASE_URL', async (t) => {
     const dataDir = await tempDir(t);
     const result = await runCli(dataDir, ['tenants', 'list'], { env: { DATABASE_URL: 'postgres://x/y' } });
     assert.equal(result.code, 1);
