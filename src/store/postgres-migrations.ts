@@ -145,4 +145,11 @@ export const postgresMigrations: readonly Migration[] = [
     // The sweep looks for due active sessions across every shard the process owns.
     sql: 'CREATE INDEX sessions_status_expiry ON sessions(status, expires_at);',
   },
+  {
+    version: 3,
+    name: 'message epochs',
+    // The fencing epoch each message was written under: an audit trail showing that no write of a shard
+    // committed under an older epoch after a newer one (what the cluster tests check).
+    sql: 'ALTER TABLE messages ADD COLUMN epoch INTEGER;',
+  },
 ];

@@ -97,9 +97,19 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
     seq += 1;
     const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
     await c.query(
-      `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at],
+      `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at, epoch)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        m.id,
+        write.session_id,
+        seq,
+        m.role,
+        JSON.stringify(m.content),
+        metadata,
+        m.turn_id,
+        at,
+        write.fence.epoch,
+      ],
     );
     messages.push({ ...m, session_id: write.session_id, created_at: at });
   }

@@ -309,10 +309,11 @@ export class PostgresStore implements Store {
     return this.#tx((c) => applySessionWrite(c, write));
   }
 
-  async sessionsDueForExpiry(at: string, limit: number): Promise<string[]> {
+  async sessionsDueForExpiry(at: string, limit: number, shards?: readonly number[]): Promise<string[]> {
     const rows = await this.#rows(
-      `SELECT id FROM sessions WHERE status = 'active' AND expires_at < $1 ORDER BY expires_at LIMIT $2`,
-      [new Date(at).toISOString(), limit],
+      `SELECT id FROM sessions WHERE status = 'active' AND expires_at < $1
+         AND ($3::int[] IS NULL OR shard = ANY($3::int[])) ORDER BY expires_at LIMIT $2`,
+      [new Date(at).toISOString(), limit, shards ? [...shards] : null],
     );
     return rows.map((r) => r.id as string);
   }

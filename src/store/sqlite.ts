@@ -654,13 +654,23 @@ export class SqliteStore implements Store {
     const messages: MessageRecord[] = [];
     if (added.length > 0) {
       const insert = this.#q(
-        `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO messages (id, session_id, seq, role, content, metadata, turn_id, created_at, epoch)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       for (const m of added) {
         seq += 1;
         const metadata = m.metadata === null ? null : JSON.stringify(m.metadata);
-        insert.run(m.id, write.session_id, seq, m.role, JSON.stringify(m.content), metadata, m.turn_id, at);
+        insert.run(
+          m.id,
+          write.session_id,
+          seq,
+          m.role,
+          JSON.stringify(m.content),
+          metadata,
+          m.turn_id,
+          at,
+          write.fence.epoch,
+        );
         messages.push({ ...m, session_id: write.session_id, created_at: at });
       }
     }
@@ -681,10 +691,17 @@ export class SqliteStore implements Store {
     return { messages, messages_count: row.messages_count, updated_at: at };
   }
 
-  async sessionsDueForExpiry(at: string, limit: number): Promise<string[]> {
-    const rows = this.#q(
-      `SELECT id FROM sessions WHERE status = 'active' AND expires_at < ? ORDER BY expires_at LIMIT ?`,
-    ).all(new Date(at).toISOString(), limit) as { id: string }[];
+  async sessionsDueForExpiry(at: string, limit: number, shards?: readonly number[]): Promise<string[]> {
+    const rows = (
+      shards
+        ? this.#q(
+            `SELECT id FROM sessions WHERE status = 'active' AND expires_at < ?
+               AND shard IN (SELECT value FROM json_each(?)) ORDER BY expires_at LIMIT ?`,
+          ).all(new Date(at).toISOString(), JSON.stringify(shards), limit)
+        : this.#q(
+            `SELECT id FROM sessions WHERE status = 'active' AND expires_at < ? ORDER BY expires_at LIMIT ?`,
+          ).all(new Date(at).toISOString(), limit)
+    ) as { id: string }[];
     return rows.map((r) => r.id);
   }
 

@@ -283,8 +283,8 @@ export interface Store {
   listSessions(tenantId: string, filter: SessionFilter, page: PageRequest): Promise<Page<SessionRecord>>;
   /** Commits one step of a session atomically; throws StaleEpochError (writing nothing) when fenced out. */
   commitSession(write: SessionWrite): Promise<SessionWriteResult>;
-  /** Ids of active sessions whose expiry has passed, oldest expiry first. */
-  sessionsDueForExpiry(now: string, limit: number): Promise<string[]>;
+  /** Ids of active sessions whose expiry has passed, oldest expiry first; only in `shards` when given. */
+  sessionsDueForExpiry(now: string, limit: number, shards?: readonly number[]): Promise<string[]>;
 
   getMessage(tenantId: string, sessionId: string, messageId: string): Promise<MessageRecord | null>;
   /** Oldest first; null when the session is not the tenant's. */

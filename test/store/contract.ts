@@ -1683,6 +1683,12 @@ export function storeContract(name: string, open: OpenStore): void {
             [oldest.id, late.id],
           );
           assert.equal((await ctx.store.sessionsDueForExpiry(iso(0), 1)).length, 1, 'the limit is kept');
+          // A process asks only for the shards it owns.
+          assert.deepEqual(
+            (await ctx.store.sessionsDueForExpiry(iso(0), 1000, [oldest.shard])).filter((id) => ours.has(id)),
+            [oldest, late].filter((s) => s.shard === oldest.shard).map((s) => s.id),
+          );
+          assert.deepEqual(await ctx.store.sessionsDueForExpiry(iso(0), 1000, []), []);
           // The expiry moves on with `now`.
           assert.deepEqual(
             (await ctx.store.sessionsDueForExpiry(iso(60_001), 1000)).filter((id) => ours.has(id)),
