@@ -2,8 +2,9 @@
 // store on first use, hands callers' operations to the actor (which runs them one at a time), commits every
 // change with the shard's fencing epoch before the actor sees it, and passivates idle actors under an LRU cap.
 import { setMaxListeners } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createActor, fromPromise } from 'xstate';
-import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Coordinator, ShardHandler } from '../cluster/coordinator.ts';
 import { AppError } from '../errors.ts';
 import {
   type OperateInput,
@@ -99,7 +100,7 @@ const shardMoving = (sessionId: string, cause?: unknown) =>
 const shuttingDown = () =>
   new AppError('service_unavailable', 'The service is shutting down.', { headers: { 'retry-after': '1' } });
 
-export class SessionHost {
+export class SessionHost implements ShardHandler {
   readonly #o: SessionHostOptions;
   readonly #machine: SessionMachine;
   readonly #entries = new Map<string, SessionEntry>();
@@ -173,7 +174,7 @@ export class SessionHost {
       throw new AppError('session_not_found', undefined, { context: { session_id: given.session.id } });
     const status = this.status(entry);
     if (status !== 'active') throw statusError(status, entry.session.id);
-    if (!this.#o.coordinator.fence(entry.session.shard)) throw shardMoving(entry.session.id);
+    if (!this.#o.coordinator.serves(entry.session.shard)) throw shardMoving(entry.session.id);
     const answer = new Promise((resolve, reject) => this.#wait(op.id, { resolve, reject }));
     if (observer) this.#observers.set(op.id, observer);
     entry.actor.send({ type: 'SUBMIT', op, at: Date.now() });
@@ -200,7 +201,8 @@ export class SessionHost {
         if (entry.lastUsed < idleSince && this.#isIdle(entry)) this.#drop(id, 'idle');
       }
       const now = new Date().toISOString();
-      for (const id of await this.#o.store.sessionsDueForExpiry(now, 500)) {
+      const shards = this.#o.coordinator.servedShards();
+      for (const id of await this.#o.store.sessionsDueForExpiry(now, 500, shards)) {
         await this.expireIfDue(id).catch((err) =>
           this.#o.log?.warn({ err, session_id: id }, 'expiry failed'),
         );
@@ -219,6 +221,26 @@ export class SessionHost {
     if (!entry || !this.#isIdle(entry)) return false;
     this.#drop(sessionId, 'manual');
     return true;
+  }
+
+  /**
+   * Hands shards over: their running and queued operations finish (for up to `graceMs`; the coordinator
+   * already refuses new ones), then their actors are dropped.
+   */
+  async release(shards: readonly number[], graceMs = 10_000): Promise<void> {
+    const set = new Set(shards);
+    const inShards = () => [...this.#entries].filter(([, entry]) => set.has(entry.session.shard));
+    const deadline = Date.now() + graceMs;
+    while (Date.now() < deadline && inShards().some(([, entry]) => !this.#isIdle(entry))) await sleep(20);
+    for (const [id] of inShards()) this.#drop(id, 'handover');
+  }
+
+  /** The shards are lost without notice: their actors go at once (their writes would be refused). */
+  drop(shards: readonly number[]): void {
+    const set = new Set(shards);
+    for (const [id, entry] of this.#entries) {
+      if (set.has(entry.session.shard)) this.#drop(id, 'lost');
+    }
   }
 
   #isIdle(entry: SessionEntry): boolean {
@@ -242,7 +264,7 @@ export class SessionHost {
     const loaded = await this.#o.store.loadSession(sessionId);
     if (!loaded) return null;
     const { session } = loaded;
-    if (!this.#o.coordinator.fence(session.shard)) throw shardMoving(sessionId);
+    if (!this.#o.coordinator.serves(session.shard)) throw shardMoving(sessionId);
     const shell = { session, lastUsed: Date.now(), history: null } as {
       -readonly [K in keyof SessionEntry]: SessionEntry[K];
     };
@@ -357,9 +379,7 @@ export class SessionHost {
   #lostShard(shard: number): void {
     this.#o.coordinator.lost(shard);
     this.#o.log?.warn({ shard }, 'lost ownership of a shard; dropping its actors');
-    for (const [id, entry] of this.#entries) {
-      if (entry.session.shard === shard) this.#drop(id, 'lost');
-    }
+    this.drop([shard]);
   }
 
   #wait(opId: string, waiter: Waiter): void {

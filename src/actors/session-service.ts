@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import type { Catalogue } from '../agents/catalogue.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
-import { shardOf } from '../cluster/shard.ts';
+import { SHARD_COUNT, shardOf } from '../cluster/shard.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { initialPersistedSnapshot, type SessionStatus, sessionMachine } from '../machines/session.ts';
@@ -79,7 +79,7 @@ export class SessionService {
   async createSession(tenantId: string, agentId: string, fields: SessionFields): Promise<SessionRecord> {
     const agent = this.agent(agentId);
     const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
-    const id = newId('ses');
+    const id = this.#newSessionId();
     const shard = shardOf(id);
     const fence = this.#o.coordinator.fence(shard);
     if (!fence) throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' } });
@@ -104,6 +104,18 @@ export class SessionService {
       this.#o.coordinator.lost(shard);
       throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' }, cause: err });
     }
+  }
+
+  /**
+   * A new session id in a shard this process serves, so that the session's actor lives where it was created
+   * (with N processes, about N draws). A process serving no shard has requests forwarded before they get here.
+   */
+  #newSessionId(): string {
+    for (let draw = 0; draw < 8 * SHARD_COUNT; draw++) {
+      const id = newId('ses');
+      if (this.#o.coordinator.serves(shardOf(id))) return id;
+    }
+    throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' } });
   }
 
   /** The session as stored, after the lazy expiry check. */
