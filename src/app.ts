@@ -2,6 +2,7 @@
 // providers) and wires plugins and routes. src/server.ts only starts and stops what this builds.
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { customAlphabet } from 'nanoid';
@@ -15,7 +16,10 @@ import type { Provider } from './agents/provider.ts';
 import { ScriptedProvider } from './agents/scripted.ts';
 import { ensureBootstrapKey } from './auth/api-keys.ts';
 import { SessionTokens, tokenSecret } from './auth/session-tokens.ts';
-import { LocalCoordinator } from './cluster/coordinator.ts';
+import { createClusterMetrics } from './cluster/cluster-metrics.ts';
+import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
+import { registerForwarding } from './cluster/forwarding.ts';
+import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
@@ -24,6 +28,7 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
+import { rateLimitRedis } from './http/rate-limit.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { PostgresStore } from './store/postgres.ts';
 import { SqliteStore } from './store/sqlite.ts';
@@ -77,11 +82,6 @@ const requestIdSuffix = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 1
 const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
-  if (config.redisUrl) {
-    throw new ConfigError(
-      'Invalid configuration: REDIS_URL is set, but this build runs as a single node only; unset it.',
-    );
-  }
   const catalogue = loadCatalogue(config.agentsFile);
   const providers = providersFor(catalogue, config);
   const store = deps.store ?? openStore(config);
@@ -105,6 +105,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         : `req_${requestIdSuffix()}`;
     },
     frameworkErrors: frameworkErrorHandler,
+    // While draining (preClose) requests are still served and forwarded to the shards' new owners;
+    // Fastify's own bare 503 would refuse them without a Retry-After.
+    return503OnClosing: false,
   }).withTypeProvider<ZodTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);
@@ -129,8 +132,20 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   registerMetrics(app);
 
-  const coordinator = new LocalCoordinator(store, config.nodeUrl ?? `${hostname()}:${process.pid}`);
-  await coordinator.start();
+  const clusterMetrics = createClusterMetrics(app.metrics);
+  const coordinator: Coordinator = config.redisUrl
+    ? new RedisCoordinator({
+        store,
+        redisUrl: config.redisUrl,
+        nodeUrl: config.nodeUrl ?? '',
+        leaseMs: config.leaseTtlMs,
+        metrics: clusterMetrics,
+        log: app.log,
+      })
+    : new LocalCoordinator(store, config.nodeUrl ?? `${hostname()}:${process.pid}`, clusterMetrics);
+  if (config.redisUrl) {
+    registerForwarding(app, { coordinator, metrics: clusterMetrics, bodyLimit: config.limits.bodyBytes });
+  }
   const metrics = createActorMetrics(app.metrics);
   const host = new SessionHost({
     store,
@@ -142,13 +157,18 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     sweepMs: config.actors.sweepMs,
     log: app.log,
   });
+  coordinator.bind(host);
   const sessions = new SessionService({ store, host, coordinator, catalogue });
   app.decorate('sessionHost', host);
 
   await registerOpenApi(app);
-  await app.register(operationsRoutes, { store });
-  await app.register(apiFamily, { store, config, sessions, tokens });
-  await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens });
+  await app.register(operationsRoutes, { store, draining: () => coordinator.draining });
+  // Rate-limit counters live in Redis when clustered, so that a limit holds across processes.
+  const redis = config.redisUrl
+    ? rateLimitRedis(config.redisUrl, (err) => app.log.warn({ err }, 'rate-limit counters unreachable'))
+    : undefined;
+  await app.register(apiFamily, { store, config, sessions, tokens, redis });
+  await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis });
 
   app.addHook('onReady', async () => {
     if (bootstrapKey?.revoked_at) {
@@ -161,10 +181,21 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       );
     }
   });
-  app.addHook('onReady', async () => host.start());
+  app.addHook('onReady', async () => {
+    await coordinator.start();
+    host.start();
+  });
+  // A graceful stop hands every shard over while this process still forwards requests to the new owners,
+  // and keeps listening until balancers polling /readyz have stopped sending here: a connection the
+  // listener accepted but had not read yet when it closes is reset, and a client cannot tell whether it
+  // may retry.
+  app.addHook('preClose', async () => {
+    await Promise.all([coordinator.drain(), config.redisUrl ? sleep(config.drainDelayMs) : null]);
+  });
   app.addHook('onClose', async () => {
     await host.close();
     await coordinator.stop();
+    redis?.disconnect();
     for (const provider of providers.values()) await provider.close?.();
     if (!deps.store) await store.close();
   });

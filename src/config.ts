@@ -10,45 +10,53 @@ const optionalString = z
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v));
 
-const envSchema = z.object({
-  PORT: integer(0, 65535).default(3000),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  PARLEY_DATA_DIR: z.string().min(1).default('./data'),
-  DATABASE_URL: optionalString.pipe(
-    z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
-      .optional(),
-  ),
-  REDIS_URL: optionalString.pipe(
-    z
-      .string()
-      .regex(/^rediss?:\/\//, 'must be a redis:// URL')
-      .optional(),
-  ),
-  PARLEY_NODE_URL: optionalString.pipe(z.url().optional()),
-  PARLEY_TOKEN_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 bytes').optional()),
-  PARLEY_TOKEN_TTL: integer(1, 86_400).default(900),
-  PARLEY_BOOTSTRAP_API_KEY: optionalString.pipe(
-    z
-      .string()
-      .regex(/^[\x21-\x7e]{16,256}$/, 'must be 16 to 256 printable ASCII characters without spaces')
-      .optional(),
-  ),
-  PARLEY_AGENTS_FILE: optionalString,
-  PARLEY_CORS_ORIGINS: optionalString,
-  PARLEY_RATE_LIMIT_KEY: integer(1, 1_000_000).default(1200),
-  PARLEY_RATE_LIMIT_TOKEN: integer(1, 1_000_000).default(120),
-  PARLEY_MAX_BODY_BYTES: integer(1024, 64 * MiB).default(MiB),
-  PARLEY_MAX_UPLOAD_BYTES: integer(1, 1024 * MiB).default(20 * MiB),
-  PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
-  PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
-  PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
-  PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
-  OPENAI_API_KEY: optionalString,
-  OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-});
+const envSchema = z
+  .object({
+    PORT: integer(0, 65535).default(3000),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    PARLEY_DATA_DIR: z.string().min(1).default('./data'),
+    DATABASE_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+        .optional(),
+    ),
+    REDIS_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+        .optional(),
+    ),
+    PARLEY_NODE_URL: optionalString.pipe(z.url().optional()),
+    PARLEY_TOKEN_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 bytes').optional()),
+    PARLEY_TOKEN_TTL: integer(1, 86_400).default(900),
+    PARLEY_BOOTSTRAP_API_KEY: optionalString.pipe(
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{16,256}$/, 'must be 16 to 256 printable ASCII characters without spaces')
+        .optional(),
+    ),
+    PARLEY_AGENTS_FILE: optionalString,
+    PARLEY_CORS_ORIGINS: optionalString,
+    PARLEY_RATE_LIMIT_KEY: integer(1, 1_000_000).default(1200),
+    PARLEY_RATE_LIMIT_TOKEN: integer(1, 1_000_000).default(120),
+    PARLEY_MAX_BODY_BYTES: integer(1024, 64 * MiB).default(MiB),
+    PARLEY_MAX_UPLOAD_BYTES: integer(1, 1024 * MiB).default(20 * MiB),
+    PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
+    PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
+    PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
+    PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
+    PARLEY_LEASE_TTL_MS: integer(1000, 600_000).default(10_000),
+    PARLEY_DRAIN_DELAY_MS: integer(0, 60_000).default(1000),
+    OPENAI_API_KEY: optionalString,
+    OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .refine((e) => !e.REDIS_URL || e.PARLEY_NODE_URL, {
+    path: ['PARLEY_NODE_URL'],
+    message:
+      "is required with REDIS_URL: this process's URL, where the other processes forward its sessions' requests",
+  });
 
 export interface Config {
   readonly port: number;
@@ -67,6 +75,10 @@ export interface Config {
   readonly actors: { readonly maxResident: number; readonly idleMs: number; readonly sweepMs: number };
   /** Between `: ping` comments on an open event stream. */
   readonly ssePingMs: number;
+  /** Shard lease and membership TTL in cluster mode. */
+  readonly leaseTtlMs: number;
+  /** Cluster mode: how long a stopping process keeps serving after readiness fails, for balancers to notice. */
+  readonly drainDelayMs: number;
   readonly openai: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined };
   /** Variables named `*_API_KEY` (but the bootstrap key), for agents that name theirs with `api_key_env`. */
   readonly providerKeys: Readonly<Record<string, string>>;
@@ -109,6 +121,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       sweepMs: e.PARLEY_SWEEP_SECONDS * 1000,
     },
     ssePingMs: e.PARLEY_SSE_PING_SECONDS * 1000,
+    leaseTtlMs: e.PARLEY_LEASE_TTL_MS,
+    drainDelayMs: e.PARLEY_DRAIN_DELAY_MS,
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
     providerKeys: Object.fromEntries(
       Object.entries(env).filter(

@@ -68,6 +68,11 @@ export const errorCatalogue = {
     name: 'UnsupportedMediaTypeError',
     message: 'This media type is not supported here.',
   },
+  shard_not_owned: {
+    status: 421,
+    name: 'MisdirectedRequestError',
+    message: 'This process does not own the session; ask the owner.',
+  },
   rate_limited: {
     status: 429,
     name: 'RateLimitExceededError',

@@ -17,7 +17,8 @@ export async function serve(): Promise<void> {
     }
     throw err;
   }
-  closeWithGrace({ delay: 10_000 }, async ({ err }) => {
+  // Room to hand every shard over (running turns get 10 s) and let the last answers go out.
+  closeWithGrace({ delay: 30_000 }, async ({ err }) => {
     if (err) app.log.error({ err }, 'closing after an error');
     await app.close();
   });

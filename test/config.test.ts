@@ -42,6 +42,19 @@ describe('loadConfig', () => {
     }, TypeError);
   });
 
+  it('requires PARLEY_NODE_URL with REDIS_URL, in one line naming it', () => {
+    assert.throws(
+      () => loadConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }),
+      (err: unknown) => err instanceof ConfigError && /PARLEY_NODE_URL.*REDIS_URL/.test(err.message),
+    );
+    const config = loadConfig({
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      PARLEY_NODE_URL: 'http://127.0.0.1:3007',
+    });
+    assert.equal(config.nodeUrl, 'http://127.0.0.1:3007');
+    assert.equal(config.leaseTtlMs, 10_000);
+  });
+
   it('refuses a bad value with one line that names the variable', () => {
     const cases: Record<string, string> = {
       PORT: 'eighty',
@@ -51,6 +64,7 @@ describe('loadConfig', () => {
       LOG_LEVEL: 'loud',
       PARLEY_BOOTSTRAP_API_KEY: 'short',
       PARLEY_MAX_UPLOAD_BYTES: '0',
+      PARLEY_LEASE_TTL_MS: '999',
     };
     for (const [name, value] of Object.entries(cases)) {
       assert.throws(

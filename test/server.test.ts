@@ -191,13 +191,26 @@ describe('the service with an invalid configuration', { concurrency: 3 }, () => 
     });
   }
 
-  test('REDIS_URL makes it exit 1 with one line saying this build does not support it yet', async (t) => {
+  test('REDIS_URL without PARLEY_NODE_URL makes it exit 1 with one line naming PARLEY_NODE_URL', async (t) => {
+    // Peers forward a session's requests to its owner: a clustered process must say where it listens.
     const dataDir = await tempDir(t);
     const result = await runServiceToExit(dataDir, { REDIS_URL: 'redis://x' });
     assert.equal(result.code, 1, result.stderr);
     const errors = lines(result.stderr);
     assert.equal(errors.length, 1, result.stderr);
-    assert.match(errors[0] ?? '', /\bREDIS_URL\b.*unset it/);
+    assert.match(errors[0] ?? '', /\bPARLEY_NODE_URL\b.*\bREDIS_URL\b/);
+  });
+
+  test('REDIS_URL without PARLEY_TOKEN_SECRET makes it exit 1 with one line naming PARLEY_TOKEN_SECRET', async (t) => {
+    const dataDir = await tempDir(t);
+    const result = await runServiceToExit(dataDir, {
+      REDIS_URL: 'redis://x',
+      PARLEY_NODE_URL: 'http://127.0.0.1:1',
+    });
+    assert.equal(result.code, 1, result.stderr);
+    const errors = lines(result.stderr);
+    assert.equal(errors.length, 1, result.stderr);
+    assert.match(errors[0] ?? '', /\bPARLEY_TOKEN_SECRET\b/);
   });
 
   test('DATABASE_URL without PARLEY_TOKEN_SECRET makes it exit 1 with one line naming PARLEY_TOKEN_SECRET', async (t) => {

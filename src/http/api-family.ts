@@ -1,6 +1,7 @@
 // The server-side family (`/v1/agents/…`): every route in this scope is authenticated by X-API-Key and
 // rate-limited per key. Session tokens are never accepted here; this family mints them.
 import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { SessionService } from '../actors/session-service.ts';
 import type { SessionTokens } from '../auth/session-tokens.ts';
 import type { Config } from '../config.ts';
@@ -19,11 +20,13 @@ export interface ApiFamilyOptions {
   config: Config;
   sessions: SessionService;
   tokens: SessionTokens;
+  /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
+  redis?: Redis;
 }
 
 export async function apiFamily(
   scope: FastifyInstance,
-  { store, config, sessions, tokens }: ApiFamilyOptions,
+  { store, config, sessions, tokens, redis }: ApiFamilyOptions,
 ) {
   // Documents the credential on every route of the family, for /docs and generated clients.
   scope.addHook('onRoute', (route) => {
@@ -33,6 +36,7 @@ export async function apiFamily(
   await registerRateLimit(scope, {
     perMinute: config.rateLimit.perApiKey,
     key: (request) => `key:${request.apiKey?.id ?? request.ip}`,
+    redis,
   });
   await scope.register(usersRoutes, { store });
   await scope.register(filesRoutes, { store, uploadLimitBytes: config.limits.uploadBytes });

@@ -5,7 +5,16 @@ import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { errorEnvelope } from './schemas.ts';
 
-export const operationsRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, { store }) => {
+export interface OperationsOptions {
+  store: Store;
+  /** True while the process hands its shards over before stopping. */
+  draining: () => boolean;
+}
+
+export const operationsRoutes: FastifyPluginAsyncZod<OperationsOptions> = async (
+  app,
+  { store, draining },
+) => {
   app.get(
     '/healthz',
     {
@@ -23,11 +32,16 @@ export const operationsRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (
     {
       schema: {
         tags: ['operations'],
-        summary: 'Readiness: the store answers',
+        summary: 'Readiness: the store answers and the process is not draining',
         response: { 200: z.object({ status: z.literal('ready') }), 503: errorEnvelope },
       },
     },
     async () => {
+      if (draining()) {
+        throw new AppError('service_unavailable', 'The process is draining; send requests elsewhere.', {
+          headers: { 'retry-after': '1' },
+        });
+      }
       try {
         await store.ping();
       } catch (err) {

@@ -2,6 +2,7 @@
 // a session token. CORS first (a preflight carries no token), then the token, then its own rate limit.
 import cors from '@fastify/cors';
 import type { FastifyError, FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
 import type { SessionService } from '../actors/session-service.ts';
 import type { SessionTokens } from '../auth/session-tokens.ts';
 import type { Config } from '../config.ts';
@@ -20,6 +21,8 @@ export interface PublicFamilyOptions {
   config: Config;
   sessions: SessionService;
   tokens: SessionTokens;
+  /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
+  redis?: Redis;
 }
 
 export async function publicFamily(scope: FastifyInstance, options: PublicFamilyOptions) {
@@ -53,6 +56,7 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
     perMinute: config.rateLimit.perSessionToken,
     // One budget per conversation, shared by its tokens: minting a fresh token does not reset it.
     key: (request) => `conversation:${request.sessionToken?.conversationId ?? request.ip}`,
+    redis: options.redis,
   });
   // Inside this family a session is a conversation, and its errors say so.
   scope.setErrorHandler((error: FastifyError, request, reply) =>

@@ -1,0 +1,132 @@
+// Acceptance of issue 6, failover: a load of sequence-numbered, idempotent sends over three processes
+// while the owner of some shards is SIGKILLed (and restarted), another is SIGSTOPped for twice the lease
+// TTL, and Redis itself is restarted empty. Afterwards every acknowledged send must be stored exactly once
+// with exactly one reply, in order, and no message may have been committed under a stale fencing epoch
+// (DESIGN.md §10). The lease TTL is 3 s, so that the whole run stays near a minute.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startCluster } from '../helpers/cluster.ts';
+import {
+  call,
+  checkEpochOrder,
+  checkSessions,
+  createSessions,
+  type Load,
+  startLoad,
+  summarizeMisses,
+} from '../helpers/load.ts';
+import { killLeftoverChildren } from '../helpers/process.ts';
+
+after(killLeftoverChildren);
+
+const ttl = 3000;
+
+/** Polls `done` every 50 ms; fails with `what` after `timeoutMs`. */
+async function waitFor(what: string, done: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/** Whether every session has an acknowledgement that arrived after `since`. */
+const allAckedSince = (load: Load, sessions: readonly string[], since: number) =>
+  sessions.every((s) => (load.acked.get(s)?.at(-1)?.at ?? 0) > since);
+
+test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exactly once, in order, under growing epochs', {
+  timeout: 240_000,
+}, async (t) => {
+  const cluster = await startCluster(t, { nodes: 3, store: 'sqlite', leaseTtlMs: ttl });
+  if (!cluster) return;
+  await cluster.waitUntilSettled();
+  const { urls, apiKey } = cluster;
+
+  const sessions = await createSessions(urls, apiKey, 30);
+  // The victim of the SIGKILL owns a probe session of its own, created through it (so in one of its
+  // shards), that the load does not touch: the measure of how soon its sessions are served again.
+  const victimId = await cluster.ownerOfSession(sessions[0] as string);
+  assert.ok(victimId);
+  const victim = await cluster.indexOf(victimId);
+  assert.ok(victim >= 0, `${victimId} is one of the three`);
+  const sleeper = (victim + 1) % 3;
+  const probe = await call(urls[victim] as string, apiKey, 'POST', '/v1/agents/demo/sessions', {});
+  assert.ok('status' in probe && probe.status === 201, JSON.stringify(probe));
+  const probeId = String(probe.body.id);
+  assert.equal(await cluster.ownerOfSession(probeId), victimId);
+  const victimSessions: string[] = [];
+  for (const s of sessions) if ((await cluster.ownerOfSession(s)) === victimId) victimSessions.push(s);
+  assert.ok(victimSessions.length > 0, 'the victim owns some of the loaded sessions');
+
+  const load = startLoad({ urls, apiKey, sessions, thinkMs: 50, requestTimeoutMs: 4_000, maxTurns: 400 });
+  t.after(() => load.abort());
+  await waitFor('warm-up', () => sessions.every((s) => (load.acked.get(s)?.length ?? 0) >= 3));
+
+  // (a) SIGKILL the victim; its sessions must be served again within TTL + 2 s.
+  const others = [0, 1, 2].filter((i) => i !== victim);
+  await cluster.nodes[victim]?.stop('SIGKILL');
+  const killedAt = Date.now();
+  let served: number | undefined;
+  for (let attempt = 0; served === undefined && Date.now() - killedAt < ttl + 10_000; attempt++) {
+    const answer = await call(
+      urls[others[attempt % 2] as number] as string,
+      apiKey,
+      'POST',
+      `/v1/agents/sessions/${probeId}/messages`,
+      { content: 'are you there?' },
+      { 'idempotency-key': 'probe' },
+      3_000,
+    );
+    if ('status' in answer && answer.status === 201) served = Date.now() - killedAt;
+    else await sleep(50);
+  }
+  t.diagnostic(`the killed owner's probe session answered again ${served} ms after the SIGKILL`);
+  assert.ok(
+    served !== undefined && served <= ttl + 2_000,
+    `served again after ${served} ms, not ≤ ${ttl + 2000}`,
+  );
+  await waitFor('the victim’s loaded sessions answer again', () =>
+    allAckedSince(load, victimSessions, killedAt),
+  );
+  const recovered = Math.max(
+    ...victimSessions.map((s) => (load.acked.get(s)?.find((a) => a.at > killedAt)?.at ?? 0) - killedAt),
+  );
+  t.diagnostic(`every loaded session of the killed owner was acknowledged again within ${recovered} ms`);
+
+  await cluster.restart(victim);
+  await cluster.waitUntilSettled();
+
+  // (b) SIGSTOP another process for twice the TTL: its leases expire under it, and when it wakes it must
+  // notice (monotonic clock) that it lost them, before writing anything.
+  cluster.pause(sleeper);
+  await sleep(2 * ttl);
+  cluster.resume(sleeper);
+  await cluster.waitUntilSettled();
+  assert.equal(cluster.nodes[sleeper]?.child.exitCode, null, 'the paused process survived its pause');
+
+  // (c) Redis dies and comes back empty: every lease and membership is gone at once.
+  await cluster.redis.restart({ signal: 'SIGKILL', downMs: 1_000 });
+  const redisBackAt = Date.now();
+  await cluster.waitUntilSettled();
+  await waitFor('every session answers after the Redis restart', () =>
+    allAckedSince(load, sessions, redisBackAt),
+  );
+
+  const result = await load.stop();
+  t.diagnostic(
+    `${result.attempts} attempts, ${[...result.acked.values()].reduce((n, a) => n + a.length, 0)} acknowledged; ` +
+      `misses: ${summarizeMisses(result.misses)}`,
+  );
+  assert.deepEqual(
+    result.misses.filter((m) => !m.retried),
+    [],
+    'no send was given up or refused for good',
+  );
+  for (const i of [0, 1, 2]) assert.ok(cluster.isUp(i), `node ${i} is still up`);
+
+  const problems = await checkSessions(urls, apiKey, result, sessions);
+  assert.deepEqual(problems, [], problems.slice(0, 20).join('\n'));
+  const epochs = checkEpochOrder(cluster.sqliteFile);
+  assert.deepEqual(epochs, [], epochs.slice(0, 20).join('\n'));
+});
