@@ -55,7 +55,17 @@ export function spawnNode(
   env: Record<string, string>,
   options: { onStdout?: (chunk: string) => void } = {},
 ): Child {
-  const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
+  return spawnChild(process.execPath, [...nodeArgs, script, ...args], env, options);
+}
+
+/** Spawns any program from the project root, tracked and cleaned up like the Node children. */
+export function spawnChild(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { onStdout?: (chunk: string) => void } = {},
+): Child {
+  const child = spawn(command, args, {
     cwd: projectRoot,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],

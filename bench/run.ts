@@ -1,12 +1,13 @@
 // `npm run bench`: runs W1–W5 of issue 7 against Parley and the floor, prints the table, writes bench/RESULTS.md.
 // Options: --quick (short runs, fewer sessions), --duration=S (measured seconds of W1/W2), --only=w1,w3,
 // --no-write (do not touch RESULTS.md; implied by --only).
+import { cluster } from './cluster.ts';
 import { coldActivation } from './cold-activation.ts';
 import { type MemoryRun, startMemory } from './memory.ts';
 import { installCleanup } from './processes.ts';
 import { cpuBusy, formatTable, writeResults } from './report.ts';
 import { throughput } from './throughput.ts';
-import { info, type Outcome, type Settings } from './workload.ts';
+import type { Outcome, Settings } from './workload.ts';
 
 const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.split('=')[1];
@@ -34,16 +35,6 @@ const settings: Settings = {
 const only = option('only')?.toLowerCase().split(',');
 const wanted = (w: string) => !only || only.includes(w);
 
-const notMeasured: Outcome = {
-  rows: [
-    {
-      ...info('W5 cluster', 'not measured (needs P5: cluster)', null),
-      target: 'fwd p50 ≤ 1 ms; recovery ≤ 12 s',
-    },
-  ],
-  details: ['### W5', '', '- Not measured (needs P5: cluster).'],
-};
-
 installCleanup();
 const busyBefore = await cpuBusy();
 process.stderr.write(
@@ -59,10 +50,8 @@ try {
   if (wanted('w1') || wanted('w2')) done.w12 = await throughput(settings);
   if (wanted('w4')) done.w4 = await coldActivation(settings);
   if (w3) done.w3 = await w3.finish();
-  if (wanted('w5')) {
-    process.stderr.write('W5: not measured (needs P5: cluster)\n');
-    done.w5 = notMeasured;
-  }
+  // After W4 and W3's last read: W5's three processes would skew their figures.
+  if (wanted('w5')) done.w5 = await cluster(settings);
 } catch (err) {
   process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
   failed = true;

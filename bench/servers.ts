@@ -2,7 +2,7 @@
 // plus what the harness asks Parley directly: readiness, session creation and /metrics.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
@@ -60,26 +60,34 @@ export interface ParleyOptions {
   gcOnSignal?: boolean;
   /** Extra node flags, e.g. ['--cpu-prof', '--cpu-prof-dir=…'] to profile the hot path. */
   nodeArgs?: string[];
+  /** Name in the log lines (default `parley`). */
+  name?: string;
+  /** A data dir to use (and share with another process) instead of a fresh one; its agents file is reused. */
+  dataDir?: string;
+  /** The bootstrap API key, so processes sharing a data dir accept the same key. */
+  apiKey?: string;
+  /** Cluster mode (DESIGN.md §10): Redis for the leases; the process announces its own URL to its peers. */
+  cluster?: { redisUrl: string; tokenSecret: string };
 }
+
+const CATALOGUE = JSON.stringify({
+  agents: [
+    {
+      id: AGENT_ID,
+      provider: 'scripted',
+      scripted: { token_delay_ms: 0 },
+      limits: { messages_per_session: 100_000 },
+    },
+  ],
+});
 
 /** Starts Parley from src/ with a temp data dir and a one-agent catalogue; resolves once /readyz is 200. */
 export async function startParley(options: ParleyOptions = {}): Promise<Server> {
-  const dir = tempDir('parley');
-  const apiKey = `bench_${randomBytes(13).toString('hex')}`.slice(0, 32);
+  const dir = options.dataDir ?? tempDir('parley');
+  const apiKey = options.apiKey ?? `bench_${randomBytes(13).toString('hex')}`.slice(0, 32);
   const agentsFile = join(dir, 'agents.json');
-  writeFileSync(
-    agentsFile,
-    JSON.stringify({
-      agents: [
-        {
-          id: AGENT_ID,
-          provider: 'scripted',
-          scripted: { token_delay_ms: 0 },
-          limits: { messages_per_session: 100_000 },
-        },
-      ],
-    }),
-  );
+  // A second process on the same data dir must not rewrite the file under the first.
+  if (!existsSync(agentsFile)) writeFileSync(agentsFile, CATALOGUE);
   const port = await freePort();
   const env: Record<string, string> = {
     PORT: String(port),
@@ -93,6 +101,12 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
   };
   if (options.idleSeconds) env.PARLEY_ACTOR_IDLE_SECONDS = String(options.idleSeconds);
   if (options.sweepSeconds) env.PARLEY_SWEEP_SECONDS = String(options.sweepSeconds);
+  const url = `http://127.0.0.1:${port}`;
+  if (options.cluster) {
+    env.REDIS_URL = options.cluster.redisUrl;
+    env.PARLEY_NODE_URL = url;
+    env.PARLEY_TOKEN_SECRET = options.cluster.tokenSecret;
+  }
   const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
   const child = spawnNode(
     ['--import', 'tsx', ...(options.gcOnSignal ? gcArgs : []), ...(options.nodeArgs ?? [])],
@@ -100,7 +114,6 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
     [],
     env,
   );
-  const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (child.process.exitCode !== null) throw new Error(`Parley exited before ready:\n${child.output()}`);
@@ -114,7 +127,7 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
     if (Date.now() > deadline) throw new Error(`Parley was not ready within 30 s:\n${child.output()}`);
     await sleep(100);
   }
-  return { name: 'parley', url, apiKey, child, stop: () => child.stop() };
+  return { name: options.name ?? 'parley', url, apiKey, child, stop: () => child.stop() };
 }
 
 /** Creates `count` sessions of the bench agent (32 at a time); returns their ids in creation order. */
@@ -148,13 +161,13 @@ export function floorSessions(count: number): string[] {
   return Array.from({ length: count }, (_, i) => `ses_floor_${String(i).padStart(6, '0')}`);
 }
 
-/** The unlabelled samples of GET /metrics, by name. */
+/** The samples of GET /metrics, by name, labels included (`parley_forwards_total{outcome="ok"}`). */
 export async function readMetrics(server: Server): Promise<Map<string, number>> {
   const response = await fetch(`${server.url}/metrics`);
   const text = await response.text();
   const samples = new Map<string, number>();
   for (const line of text.split('\n')) {
-    const match = /^([a-zA-Z_:][\w:]*) (\S+)$/.exec(line);
+    const match = /^([a-zA-Z_:][\w:]*(?:\{[^}]*\})?) (\S+)$/.exec(line);
     if (match?.[1] && match[2]) samples.set(match[1], Number(match[2]));
   }
   return samples;
