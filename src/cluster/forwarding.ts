@@ -57,7 +57,7 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
     if (request.headers[HOP_HEADER]) throw new AppError('shard_not_owned');
 
     const replayable = !String(request.headers['content-type'] ?? '').startsWith('multipart/');
-    let body: Buffer | null | IncomingMessage | undefined;
+    let body: Buffer | null | IncomingMessage | typeof CLIENT_GONE | undefined;
     let misdirectedBy: string | undefined;
     const deadline = Date.now() + OWNER_WAIT_MS;
     for (;;) {
@@ -74,7 +74,10 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
         continue;
       }
       body ??= replayable ? await readBody(request.raw, options.bodyLimit) : request.raw;
-      if (await forward(agent, request, reply, route, body, metrics)) return;
+      if (body === CLIENT_GONE) return abandon(reply, metrics);
+      const forwarded = await forward(agent, request, reply, route, body, metrics);
+      if (forwarded === CLIENT_GONE) return abandon(reply, metrics);
+      if (forwarded) return;
       // The owner changed under way (421): one more try, with a body that can be sent again.
       if (!replayable || misdirectedBy !== undefined) throw shardMoving({ shard });
       misdirectedBy = route.node;
@@ -100,11 +103,20 @@ function shardOfRequest(request: FastifyRequest, coordinator: Coordinator): numb
   return null;
 }
 
+/** The client went away before its answer: nobody is left to answer, and nothing went wrong here. */
+const CLIENT_GONE = Symbol('client gone');
+
+function abandon(reply: FastifyReply, metrics: ClusterMetrics): void {
+  metrics.forwards.inc({ outcome: 'client_gone' });
+  // Hijacked, the request ends here: no handler runs and no error answer is written to a closed socket.
+  reply.hijack();
+}
+
 /**
- * The whole body (null when empty). Collected from 'data' events: async iteration of the request costs an
+ * The whole body (null when empty), or CLIENT_GONE when the client went away before sending all of it. Collected from 'data' events: async iteration of the request costs an
  * async generator, end-of-stream watchers and a promise per chunk, a measurable share of a forward.
  */
-function readBody(raw: IncomingMessage, limit: number): Promise<Buffer | null> {
+function readBody(raw: IncomingMessage, limit: number): Promise<Buffer | null | typeof CLIENT_GONE> {
   return new Promise((resolve, reject) => {
     // As Fastify's own body parser: a 413 closes the connection, since the client may still be sending.
     const tooLarge = () =>
@@ -125,17 +137,17 @@ function readBody(raw: IncomingMessage, limit: number): Promise<Buffer | null> {
     };
     const onEnd = () => resolve(size === 0 ? null : Buffer.concat(chunks, size));
     // A client that goes away mid-body: the request errors (ECONNRESET), or at least closes before its end.
-    // (Checked before making the error: every request closes, and an Error's stack is costly.)
+    const gone = () => resolve(CLIENT_GONE);
     const onClose = () => {
-      if (!raw.complete) reject(new Error('The client closed the connection before the end of its body.'));
+      if (!raw.complete) gone();
     };
-    raw.on('data', onData).on('end', onEnd).on('error', reject).on('close', onClose);
+    raw.on('data', onData).on('end', onEnd).on('error', gone).on('close', onClose);
   });
 }
 
 /**
  * Sends the request to the owner and relays its answer to the client as it arrives; false when the owner
- * answered 421 (its answer is dropped). undici's stream() writes the answer's body straight into the
+ * answered 421 (its answer is dropped), CLIENT_GONE when the client left before the owner answered. undici's stream() writes the answer's body straight into the
  * response: no Readable, body collection or extra promise per answer, and backpressure both ways (a slow
  * client slows the relay, a client that goes away ends the forward).
  */
@@ -146,7 +158,7 @@ async function forward(
   route: Extract<Route, { kind: 'remote' }>,
   body: Buffer | null | IncomingMessage,
   metrics: ClusterMetrics,
-): Promise<boolean> {
+): Promise<boolean | typeof CLIENT_GONE> {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(request.headers)) {
     if (value !== undefined && !notForwarded.has(name)) headers[name] = value;
@@ -161,8 +173,11 @@ async function forward(
   // A client that goes away takes the forwarded request with it (the owner still finishes a turn). undici
   // takes any EventEmitter as the signal: one costs a few per cent of an AbortController and its listener.
   const cancel = new EventEmitter();
+  let clientGone = false;
   reply.raw.once('close', () => {
-    if (!reply.raw.headersSent) cancel.emit('abort');
+    if (reply.raw.headersSent) return;
+    clientGone = true;
+    cancel.emit('abort');
   });
   let answered = false;
   let misdirected = false;
@@ -187,6 +202,7 @@ async function forward(
     // The owner went away in the middle of its answer: undici ended the relay, and the client sees the
     // connection end, as it would have.
     if (answered) return !misdirected;
+    if (clientGone) return CLIENT_GONE;
     metrics.forwards.inc({ outcome: 'unreachable' });
     // The owner is gone (killed, or paused past its lease): its shards move shortly.
     throw shardMoving({ owner: route.node }, err);

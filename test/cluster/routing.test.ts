@@ -3,11 +3,15 @@
 // through `x-parley-node`, and that forwarding changes nothing a client can see: JSON, event streams and
 // multipart uploads read the same through any process.
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
 import { type Answer, call } from '../helpers/load.ts';
 import { encodeForm, fileForm, tinyPng } from '../helpers/multipart.ts';
-import { killLeftoverChildren } from '../helpers/process.ts';
+import { killLeftoverChildren, tempDir } from '../helpers/process.ts';
 import { parseSse, type SseEvent } from '../helpers/sse.ts';
 
 after(killLeftoverChildren);
@@ -66,6 +70,35 @@ function normalize(event: SseEvent) {
     id: event.id?.replace(event.data.turn_id, '<turn_id>'),
     data: JSON.parse(JSON.stringify(event.data, (key, value) => (varying.has(key) ? `<${key}>` : value))),
   };
+}
+
+/** The metric's samples summed, by the value of one label. */
+async function countsBy(url: string, metric: string, label: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const counts: Record<string, number> = {};
+  for (const m of text.matchAll(new RegExp(`^${metric}\\{[^}]*${label}="([^"]+)"[^}]*\\} (\\d+)`, 'gm'))) {
+    counts[m[1] as string] = (counts[m[1] as string] ?? 0) + Number(m[2]);
+  }
+  return counts;
+}
+
+/** The built-in `demo` agent, and `slow`, whose turns take seconds. */
+async function agentsFile(t: Parameters<typeof tempDir>[0]): Promise<string> {
+  const file = join(await tempDir(t, 'parley-routing-agents-'), 'agents.yaml');
+  await writeFile(
+    file,
+    [
+      'agents:',
+      '  - id: demo',
+      '    name: Demo',
+      '    instructions: You are a friendly demo agent. Answer briefly.',
+      '  - id: slow',
+      '    scripted:',
+      '      token_delay_ms: 300',
+      '',
+    ].join('\n'),
+  );
+  return file;
 }
 
 test('three processes sharing one SQLite file route every session request to its owner', {
@@ -306,6 +339,60 @@ test('three processes sharing one SQLite file route every session request to its
       );
     },
   );
+});
+
+test('a client that leaves a forwarded request before its answer is counted as gone, and the owner still finishes the turn', {
+  timeout: 90_000,
+}, async (t) => {
+  const cluster = await startCluster(t, {
+    nodes: 2,
+    store: 'sqlite',
+    env: { PARLEY_AGENTS_FILE: await agentsFile(t) },
+  });
+  if (!cluster) return;
+  await cluster.waitUntilSettled();
+  const created = await must(cluster, 0, 'POST', '/v1/agents/slow/sessions', {});
+  const id = String(expect(created, 201).id);
+  const entry = 1 - (await cluster.indexOf(String(await cluster.ownerOfSession(id))));
+  const url = cluster.urls[entry] as string;
+
+  // Gone while the owner works on the turn (each token of the reply takes 300 ms).
+  await assert.rejects(
+    fetch(`${url}/v1/agents/sessions/${id}/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': cluster.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: 'are you there?' }),
+      signal: AbortSignal.timeout(500),
+    }),
+  );
+  // Gone in the middle of sending its body.
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  await new Promise((resolve) => socket.once('connect', resolve));
+  socket.write(
+    `POST /v1/agents/sessions/${id}/messages HTTP/1.1\r\nhost: x\r\nx-api-key: ${cluster.apiKey}\r\n` +
+      'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"content":',
+  );
+  await sleep(100);
+  socket.destroy();
+
+  let outcomes: Record<string, number> = {};
+  for (let tries = 0; tries < 100 && (outcomes.client_gone ?? 0) < 2; tries++) {
+    await sleep(50);
+    outcomes = await countsBy(url, 'parley_forwards_total', 'outcome');
+  }
+  assert.equal(outcomes.client_gone, 2, JSON.stringify(outcomes));
+  assert.equal(outcomes.unreachable, undefined, JSON.stringify(outcomes));
+  assert.equal(await countsBy(url, 'parley_http_requests_total', 'status').then((c) => c['503']), undefined);
+
+  // The owner finished the abandoned turn: its reply is stored.
+  let count = 0;
+  for (let tries = 0; tries < 200 && count < 2; tries++) {
+    await sleep(50);
+    count = Number(
+      expect(await must(cluster, entry, 'GET', `/v1/agents/sessions/${id}`), 200).messages_count,
+    );
+  }
+  assert.equal(count, 2);
 });
 
 test('two processes sharing one PostgreSQL database route a session to its owner', {
