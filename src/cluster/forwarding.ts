@@ -70,6 +70,7 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
       if (route.kind === 'none' || route.node === misdirectedBy) {
         if (Date.now() >= deadline) throw shardMoving({ shard });
         await sleep(OWNER_POLL_MS);
+        if (reply.raw.destroyed) return abandon(reply, metrics);
         route = await coordinator.refresh(shard);
         continue;
       }
