@@ -25,6 +25,8 @@ import { errorCount, errorText, info, log, type Outcome, type Settings } from '.
 
 const OVERHEAD_TARGET = '≤ 1 ms';
 const RECOVERY_TARGET_S = 12;
+/** The unmeasured pass through B before the measured runs. */
+const WARM_UP_MS = 3_000;
 
 export async function cluster(s: Settings): Promise<Outcome> {
   const binary = findRedisServer();
@@ -102,6 +104,19 @@ export async function cluster(s: Settings): Promise<Outcome> {
         othersPct,
       };
     };
+    // Unmeasured: a pass through B warms both processes (B's relay path, A's turns), so the CPU figures
+    // below measure the code, not its JIT compilation in a fresh process.
+    log(`W5: warm-up through B, c=${s.concurrency}, ${WARM_UP_MS / 1000} s`);
+    await runLoad({
+      url: b.url,
+      apiKey: b.apiKey,
+      mode: 'plain',
+      sessions,
+      concurrency: s.concurrency,
+      kind: 'duration',
+      warmupMs: 0,
+      durationMs: WARM_UP_MS,
+    });
     const many = { direct: await drive(a, s.concurrency), forwarded: await drive(b, s.concurrency) };
     const one = { direct: await drive(a, 1), forwarded: await drive(b, 1) };
 
@@ -162,6 +177,8 @@ export async function cluster(s: Settings): Promise<Outcome> {
         `${nodeA}; B is ${nodeB}).`,
       '- Direct: the load generator sends to A. Forwarded: it sends to B, which relays each request to A ' +
         '(one more loopback hop and a third process on the same CPUs). Overhead = forwarded p50 − direct p50.',
+      `- Before the measured runs, an unmeasured ${WARM_UP_MS / 1000} s pass at c=${s.concurrency} through B ` +
+        'warms both processes, so no run pays for JIT compilation in a fresh process.',
       '- CPU per request: user + system CPU time of A or B (from /proc) over warm-up and measured window, ' +
         "divided by every request sent in them; B's in a forwarded run is what relaying costs.",
       `- c=${s.concurrency}: ${s.warmupMs / 1000} s warm-up, ${s.durationMs / 1000} s measured; c=1: 0.5 s ` +
