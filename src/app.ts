@@ -162,7 +162,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.decorate('sessionHost', host);
 
   await registerOpenApi(app);
-  await app.register(operationsRoutes, { store, draining: () => coordinator.draining });
+  await app.register(operationsRoutes, { store, coordinator });
   // Rate-limit counters live in Redis when clustered, so that a limit holds across processes.
   const redis = config.redisUrl
     ? rateLimitRedis(config.redisUrl, (err) => app.log.warn({ err }, 'rate-limit counters unreachable'))

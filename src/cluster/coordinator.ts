@@ -24,6 +24,11 @@ export interface Coordinator {
   readonly nodeId: string;
   /** True from the start of a graceful drain: readiness fails, shards are being handed over. */
   readonly draining: boolean;
+  /**
+   * Whether the coordination service answered within the last lease TTL. A process cut off from it holds no
+   * lease for long and cannot tell who owns a shard, so readiness fails.
+   */
+  readonly connected: boolean;
   start(): Promise<void>;
   /** Hands every shard over to the other processes (graceful drain); requests are still forwarded. */
   drain(): Promise<void>;
@@ -48,6 +53,7 @@ const allShards = () => Array.from({ length: SHARD_COUNT }, (_, i) => i);
 export class LocalCoordinator implements Coordinator {
   readonly nodeId: string;
   readonly draining = false;
+  readonly connected = true;
   readonly #store: Store;
   readonly #metrics: ClusterMetrics;
   #epochs = new Map<number, number>();

@@ -91,6 +91,8 @@ export class RedisCoordinator implements Coordinator {
   #again = false;
   #draining = false;
   #stopped = false;
+  /** When Redis last answered a renewal (monotonic ms). */
+  #lastContact = Number.NEGATIVE_INFINITY;
 
   constructor(options: RedisCoordinatorOptions) {
     this.#o = options;
@@ -110,6 +112,10 @@ export class RedisCoordinator implements Coordinator {
 
   get draining(): boolean {
     return this.#draining;
+  }
+
+  get connected(): boolean {
+    return performance.now() - this.#lastContact < this.#o.leaseMs;
   }
 
   get #renewMs(): number {
@@ -313,6 +319,7 @@ export class RedisCoordinator implements Coordinator {
     } catch {
       return;
     }
+    if (results?.length && results.every(([err]) => err === null)) this.#lastContact = performance.now();
     const renewed = results?.at(-1);
     if (held.length === 0 || !renewed || renewed[0] || !Array.isArray(renewed[1])) return;
     const flags = renewed[1] as number[];

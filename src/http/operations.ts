@@ -1,19 +1,20 @@
-// Unauthenticated operations endpoints: liveness, readiness (the store answers) and Prometheus metrics.
+// Unauthenticated operations endpoints: liveness, readiness (store and coordination answer) and metrics.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { Coordinator } from '../cluster/coordinator.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { errorEnvelope } from './schemas.ts';
 
 export interface OperationsOptions {
   store: Store;
-  /** True while the process hands its shards over before stopping. */
-  draining: () => boolean;
+  /** Draining: the process hands its shards over before stopping. Not connected: it cannot coordinate. */
+  coordinator: Pick<Coordinator, 'draining' | 'connected'>;
 }
 
 export const operationsRoutes: FastifyPluginAsyncZod<OperationsOptions> = async (
   app,
-  { store, draining },
+  { store, coordinator },
 ) => {
   app.get(
     '/healthz',
@@ -32,13 +33,18 @@ export const operationsRoutes: FastifyPluginAsyncZod<OperationsOptions> = async 
     {
       schema: {
         tags: ['operations'],
-        summary: 'Readiness: the store answers and the process is not draining',
+        summary: 'Readiness: the store and the coordination service answer, and the process is not draining',
         response: { 200: z.object({ status: z.literal('ready') }), 503: errorEnvelope },
       },
     },
     async () => {
-      if (draining()) {
+      if (coordinator.draining) {
         throw new AppError('service_unavailable', 'The process is draining; send requests elsewhere.', {
+          headers: { 'retry-after': '1' },
+        });
+      }
+      if (!coordinator.connected) {
+        throw new AppError('service_unavailable', 'The process cannot reach Redis to coordinate shards.', {
           headers: { 'retry-after': '1' },
         });
       }

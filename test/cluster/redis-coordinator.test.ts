@@ -171,14 +171,18 @@ describe('RedisCoordinator', () => {
     if (!setup) return;
     const a = await setup.start('a');
     const before = a.coordinator.fence(7)?.epoch ?? 0;
+    assert.equal(a.coordinator.connected, true);
     await setup.redis.stop('SIGKILL');
     const stopped = Date.now();
     await until('every fence is gone', () => a.coordinator.fence(7) === null, LEASE_MS * 2);
     // Self-fencing comes no later than the lease's TTL after the last renewal could have been sent.
     assert.ok(Date.now() - stopped <= LEASE_MS, `fenced after ${Date.now() - stopped} ms`);
     assert.equal(a.coordinator.servedShards().length, 0);
+    // Cut off for a whole TTL, it says so (readiness fails on it).
+    await until('it reports the loss of Redis', () => !a.coordinator.connected, LEASE_MS * 2);
     await setup.redis.restart({ downMs: 0 });
     await until('the shards are back', () => a.coordinator.servedShards().length === SHARD_COUNT);
     assert.ok((a.coordinator.fence(7)?.epoch ?? 0) > before);
+    assert.equal(a.coordinator.connected, true);
   });
 });
