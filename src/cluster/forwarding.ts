@@ -114,8 +114,9 @@ function abandon(reply: FastifyReply, metrics: ClusterMetrics): void {
 }
 
 /**
- * The whole body (null when empty), or CLIENT_GONE when the client went away before sending all of it. Collected from 'data' events: async iteration of the request costs an
- * async generator, end-of-stream watchers and a promise per chunk, a measurable share of a forward.
+ * The whole body (null when empty), or CLIENT_GONE when the client went away before sending all of it.
+ * Collected from 'data' events: async iteration of the request costs an async generator, end-of-stream
+ * watchers and a promise per chunk, a measurable share of a forward.
  */
 function readBody(raw: IncomingMessage, limit: number): Promise<Buffer | null | typeof CLIENT_GONE> {
   return new Promise((resolve, reject) => {
@@ -148,9 +149,10 @@ function readBody(raw: IncomingMessage, limit: number): Promise<Buffer | null | 
 
 /**
  * Sends the request to the owner and relays its answer to the client as it arrives; false when the owner
- * answered 421 (its answer is dropped), CLIENT_GONE when the client left before the owner answered. undici's stream() writes the answer's body straight into the
- * response: no Readable, body collection or extra promise per answer, and backpressure both ways (a slow
- * client slows the relay, a client that goes away ends the forward).
+ * answered 421 (its answer is dropped), CLIENT_GONE when the client left before the owner answered.
+ * undici's stream() writes the answer's body straight into the response: no Readable, body collection or
+ * extra promise per answer, and backpressure both ways (a slow client slows the relay, a client that goes
+ * away ends the forward).
  */
 async function forward(
   agent: Agent,
