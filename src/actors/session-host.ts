@@ -3,7 +3,7 @@
 // change with the shard's fencing epoch before the actor sees it, and passivates idle actors under an LRU cap.
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createActor, fromPromise } from 'xstate';
+import { type AnyActorRef, createActor } from 'xstate';
 import type { Coordinator, ShardHandler } from '../cluster/coordinator.ts';
 import { AppError } from '../errors.ts';
 import {
@@ -301,26 +301,9 @@ export class SessionHost implements ShardHandler {
    */
   #provideMachine(): SessionMachine {
     return sessionMachine.provide({
-      actors: {
-        operate: fromPromise<unknown, OperateInput>(async ({ input: { sessionId, op } }) => {
-          const entry = this.#entries.get(sessionId);
-          const work = this.#closing
-            ? Promise.reject(shuttingDown())
-            : !entry
-              ? Promise.reject(shardMoving(sessionId))
-              : this.#o.run(this.#operationContext(entry, this.#observers.get(op.id)), op);
-          this.#running.add(work);
-          try {
-            this.#settle(op.id, { value: await work });
-          } catch (err) {
-            this.#settle(op.id, { error: err });
-          } finally {
-            this.#running.delete(work);
-          }
-          return null;
-        }),
-      },
       actions: {
+        // Run once the transition that started it is over, so the operation sees the actor's new snapshot.
+        operate: ({ self }, input) => queueMicrotask(() => void this.#operate(self, input)),
         reject: ({ context }, { op, code }) =>
           this.#settle(op.id, {
             error: new AppError(code, undefined, {
@@ -343,6 +326,26 @@ export class SessionHost implements ShardHandler {
         },
       },
     });
+  }
+
+  /** Runs one operation, answers its callers, then tells the actor, which starts the next one. */
+  async #operate(actor: AnyActorRef, { sessionId, op }: OperateInput): Promise<void> {
+    const entry = this.#entries.get(sessionId);
+    const work = this.#closing
+      ? Promise.reject(shuttingDown())
+      : !entry
+        ? Promise.reject(shardMoving(sessionId))
+        : this.#o.run(this.#operationContext(entry, this.#observers.get(op.id)), op);
+    this.#running.add(work);
+    try {
+      this.#settle(op.id, { value: await work });
+    } catch (err) {
+      this.#settle(op.id, { error: err });
+    } finally {
+      this.#running.delete(work);
+    }
+    // A closed or expired session's actor is done, and a dropped one stopped: neither runs anything more.
+    if (actor.getSnapshot().status === 'active') actor.send({ type: 'DONE', opId: op.id });
   }
 
   #operationContext(entry: SessionEntry, observer: TurnObserver | undefined): OperationContext {

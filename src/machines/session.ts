@@ -1,13 +1,13 @@
 // The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running
 // and an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a
-// time) and the Idempotency-Keys in flight. The host provides `operate` (the I/O of one operation) and the
-// actions that answer waiting callers. State changes come in as events only after their commit.
+// time) and the Idempotency-Keys in flight. The host provides `operate` (starts the I/O of one operation and
+// sends DONE when it has finished) and the actions that answer waiting callers. State changes come in as
+// events only after their commit.
 import {
   type ActorRefFrom,
   type ActorScope,
   assign,
   createActor,
-  fromPromise,
   initialTransition,
   type SnapshotFrom,
   setup,
@@ -63,11 +63,9 @@ export type SessionEvent =
   /** Committed: the session was closed. */
   | { type: 'CLOSED'; closedAt: string; reason: string | null }
   /** Committed: the session expired. */
-  | { type: 'EXPIRED' };
-
-const stub = (name: string) => () => {
-  throw new Error(`${name} is provided by the session host`);
-};
+  | { type: 'EXPIRED' }
+  /** The operation `opId` has finished, whatever its outcome (its callers are answered). */
+  | { type: 'DONE'; opId: string };
 
 export const sessionMachine = setup({
   types: {
@@ -75,10 +73,12 @@ export const sessionMachine = setup({
     events: {} as SessionEvent,
     input: {} as SessionInput,
   },
-  actors: {
-    operate: fromPromise<unknown, OperateInput>(async () => stub('operate')()),
-  },
   actions: {
+    /**
+     * Starts `op`; the host sends DONE with its id once it has finished. An action rather than an invoked
+     * promise actor: a child actor per operation cost more than the rest of the turn's transitions.
+     */
+    operate: (_, _params: OperateInput) => {},
     /** Answers the caller of `op` with an error; nothing was done. */
     reject: (_, _params: { op: Operation; code: RejectCode }) => {},
     /** Answers the caller of `op` with the result of the operation `target` (same key, same request). */
@@ -106,6 +106,7 @@ export const sessionMachine = setup({
     pastExpiry: ({ context, event }) => event.type === 'SUBMIT' && event.at >= context.expiresAt,
     hasQueued: ({ context }) => context.queue.length > 0,
     byUser: ({ event }) => event.type === 'ACTIVITY' && event.byUser,
+    isCurrent: ({ context, event }) => event.type === 'DONE' && context.current?.id === event.opId,
   },
 }).createMachine({
   id: 'session',
@@ -193,16 +194,14 @@ export const sessionMachine = setup({
           states: {
             idle: { always: { guard: 'hasQueued', target: 'running', actions: 'dequeue' } },
             running: {
-              invoke: {
-                id: 'operate',
-                src: 'operate',
-                input: ({ context }) => ({
+              entry: {
+                type: 'operate',
+                params: ({ context }) => ({
                   sessionId: context.sessionId,
                   op: context.current ?? { id: 'none', kind: 'expire' },
                 }),
-                onDone: { target: 'idle', actions: 'finish' },
-                onError: { target: 'idle', actions: 'finish' },
               },
+              on: { DONE: { guard: 'isCurrent', target: 'idle', actions: 'finish' } },
             },
           },
         },

@@ -1,12 +1,12 @@
-// The session machine on its own: no store, no network, no timers. `operate` is a promise per operation
-// that the test settles by hand, and the host's answers (reject, join, rejectAll) are recorded.
+// The session machine on its own: no store, no network, no timers. `operate` starts an operation that the
+// test finishes by hand (sending DONE, as the host does), and the host's answers (reject, join, rejectAll)
+// are recorded.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { createActor, fromPromise } from 'xstate';
+import { createActor } from 'xstate';
 import {
   initialPersistedSnapshot,
-  type OperateInput,
   type Operation,
   persistedSnapshot,
   type RejectCode,
@@ -23,36 +23,30 @@ const SESSION = 'sess_1';
 const EXPIRES = 1_000_000;
 const BEFORE = EXPIRES - 1;
 
-interface Deferred {
-  resolve: (value: unknown) => void;
-  reject: (error: unknown) => void;
-}
-
-/** A machine with recording side effects and hand-settled operations. */
+/** A machine with recording side effects and hand-finished operations. */
 function harness() {
   const started: string[] = [];
-  const pending = new Map<string, Deferred>();
+  /** Running operations: what finishes each (DONE to the actor that started it). */
+  const pending = new Map<string, () => void>();
   const rejected: { op: string; code: RejectCode }[] = [];
   const joined: { op: string; target: string }[] = [];
   const rejectedAll: { ops: string[]; code: RejectCode }[] = [];
   const machine: SessionMachine = sessionMachine.provide({
-    actors: {
-      operate: fromPromise<unknown, OperateInput>(({ input: { op } }) => {
-        started.push(op.id);
-        return new Promise((resolve, reject) => pending.set(op.id, { resolve, reject }));
-      }),
-    },
     actions: {
+      operate: ({ self }, { op }) => {
+        started.push(op.id);
+        pending.set(op.id, () => self.send({ type: 'DONE', opId: op.id }));
+      },
       reject: (_, { op, code }) => rejected.push({ op: op.id, code }),
       join: (_, { op, target }) => joined.push({ op: op.id, target }),
       rejectAll: (_, { ops, code }) => rejectedAll.push({ ops: ops.map((o) => o.id), code }),
     },
   });
-  const deferredOf = (id: string): Deferred => {
-    const d = pending.get(id);
-    assert.ok(d, `operation ${id} is not running`);
+  const finish = (id: string) => {
+    const done = pending.get(id);
+    assert.ok(done, `operation ${id} is not running`);
     pending.delete(id);
-    return d;
+    done();
   };
   return {
     machine,
@@ -63,18 +57,20 @@ function harness() {
     start(input: Partial<SessionInput> = {}) {
       return createActor(machine, { input: { sessionId: SESSION, expiresAt: EXPIRES, ...input } }).start();
     },
-    async resolve(id: string, value: unknown = null) {
-      deferredOf(id).resolve(value);
+    /** The operation succeeded: the host answered its callers and sends DONE. */
+    async resolve(id: string) {
+      finish(id);
       await flush();
     },
-    async fail(id: string, error: unknown = new Error('boom')) {
-      deferredOf(id).reject(error);
+    /** The operation failed: to the machine the same as success, DONE. */
+    async fail(id: string) {
+      finish(id);
       await flush();
     },
   };
 }
 
-/** Lets settled promises reach the actor (fromPromise relays its result a few microtasks later). */
+/** Lets pending microtasks run, as between two of the host's events. */
 async function flush(): Promise<void> {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 }
@@ -135,7 +131,7 @@ describe('session machine: the turn', () => {
       ['b', 'c'],
     );
 
-    await h.resolve('a', 'result a');
+    await h.resolve('a');
     assert.deepEqual(h.started, ['a', 'b']);
     snap = actor.getSnapshot();
     assert.equal(snap.context.current?.id, 'b');
@@ -167,6 +163,20 @@ describe('session machine: the turn', () => {
     actor.send(submit(op('b')));
     assert.deepEqual(h.started, ['a', 'b']);
     assert.ok(actor.getSnapshot().matches({ active: { turn: 'running' } }));
+    actor.stop();
+  });
+
+  it('ignores a DONE that names an operation other than the running one', () => {
+    const h = harness();
+    const actor = h.start();
+    actor.send(submit(op('a')));
+    actor.send(submit(op('b')));
+    actor.send({ type: 'DONE', opId: 'b' });
+    actor.send({ type: 'DONE', opId: 'elsewhere' });
+    const snap = actor.getSnapshot();
+    assert.ok(snap.matches({ active: { turn: 'running' } }));
+    assert.equal(snap.context.current?.id, 'a');
+    assert.deepEqual(h.started, ['a']);
     actor.stop();
   });
 
