@@ -76,7 +76,7 @@ export const sessionMachine = setup({
   actions: {
     /**
      * Starts `op`; the host sends DONE with its id once it has finished. An action rather than an invoked
-     * promise actor: a child actor per operation cost more than the rest of the turn's transitions.
+     * promise actor: creating a child actor per operation made SUBMIT by far the costliest event of a turn.
      */
     operate: (_, _params: OperateInput) => {},
     /** Answers the caller of `op` with an error; nothing was done. */
