@@ -330,7 +330,9 @@ export class SessionHost implements ShardHandler {
 
   /** Runs one operation, answers its callers, then tells the actor, which starts the next one. */
   async #operate(actor: AnyActorRef, { sessionId, op }: OperateInput): Promise<void> {
-    const entry = this.#entries.get(sessionId);
+    // The actor that started it may have been dropped (and the session activated anew) in the meantime.
+    const resident = this.#entries.get(sessionId);
+    const entry = resident?.actor === actor ? resident : undefined;
     const work = this.#closing
       ? Promise.reject(shuttingDown())
       : !entry
