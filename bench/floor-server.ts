@@ -1,6 +1,6 @@
 // The floor: a bare Fastify 5 server that stores a turn (user + assistant message) with better-sqlite3 in one
 // transaction per request (WAL, synchronous=FULL like Parley) and answers like Parley, plain or as SSE.
-// Run as its own process: `node --import tsx bench/floor-server.ts <data dir> [full|normal]`; prints {"port":N}
+// Run as its own process: `node bench/floor-server.ts <data dir> [full|normal]`; prints {"port":N}
 // once listening. `normal` (better-sqlite3's WAL default: no fsync per commit) is for comparison only.
 import { join } from 'node:path';
 import Database from 'better-sqlite3';

@@ -1,4 +1,4 @@
-// The load generator, run as its own process: `node --import tsx bench/load.ts <spec.json>`.
+// The load generator, run as its own process: `node bench/load.ts <spec.json>`.
 // Closed loop over loopback with undici: c workers, worker i owning sessions i, i+c, i+2c… so no two requests
 // ever hit one session at once. Prints one JSON report on stdout (latencies in ms).
 import { readFileSync } from 'node:fs';

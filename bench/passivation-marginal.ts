@@ -3,7 +3,7 @@
 // inline caches, prepared statements, metric label sets) spread over its sessions. Here one process
 // (idle 3 s) takes a warm-up batch and then two batches of 10,000 sessions with one send each; after each
 // batch, when every actor is passivated, the heap is read after full GCs. Run it on its own (about 2 min):
-//   node --import tsx bench/passivation-marginal.ts
+//   node bench/passivation-marginal.ts
 
 import { waitPassivated } from './memory.ts';
 import { installCleanup, sleep } from './processes.ts';

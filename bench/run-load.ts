@@ -11,7 +11,7 @@ export async function runLoad(spec: LoadSpec): Promise<PassReport | PassReport[]
   writeFileSync(file, JSON.stringify(spec));
   let stdout = '';
   const child = spawnNode(
-    ['--import', 'tsx'],
+    [],
     join(benchDir, 'load.ts'),
     [file],
     {},

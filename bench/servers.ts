@@ -28,7 +28,7 @@ export async function startFloor(synchronous: 'full' | 'normal' = 'full'): Promi
     onPort = resolve;
   });
   const child = spawnNode(
-    ['--import', 'tsx'],
+    [],
     join(benchDir, 'floor-server.ts'),
     [dir],
     {},
@@ -109,7 +109,7 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
   }
   const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
   const child = spawnNode(
-    ['--import', 'tsx', ...(options.gcOnSignal ? gcArgs : []), ...(options.nodeArgs ?? [])],
+    [...(options.gcOnSignal ? gcArgs : []), ...(options.nodeArgs ?? [])],
     'src/server.ts',
     [],
     env,

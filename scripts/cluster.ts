@@ -156,7 +156,7 @@ try {
     const url = `http://127.0.0.1:${port}`;
     const env = { ...process.env, PORT: String(port), HOST: '127.0.0.1', PARLEY_DATA_DIR: dataDir };
     Object.assign(env, { REDIS_URL: redisUrl, PARLEY_NODE_URL: url, PARLEY_TOKEN_SECRET: secret });
-    const child = start(name, process.execPath, ['--import', 'tsx', serverEntry], env);
+    const child = start(name, process.execPath, [serverEntry], env);
     const healthy = async () => (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) })).ok;
     await waitFor(child, healthy, 'answer /healthz');
     return `${name.padEnd(6)} ${url}  pid ${child.process.pid}`;

@@ -309,7 +309,6 @@ describe('where the CLI is started from', { concurrency: 4 }, () => {
     const dataDir = await tempDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
 
-    // The shim registers tsx itself, as it must once installed outside the project.
     const shim = { script: binEntry, cwd: dataDir, nodeArgs: [] };
     const listed = await runCli(dataDir, ['tenants', 'list'], shim);
     assert.equal(listed.code, 0, listed.stderr);

@@ -1,4 +1,4 @@
-// The service started as a real process (`node --import tsx src/server.ts`) on a free loopback port:
+// The service started as a real process (`node src/server.ts`) on a free loopback port:
 // start-up, API keys shared with the CLI through the data directory, configuration errors and shutdown.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';

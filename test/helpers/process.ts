@@ -1,4 +1,4 @@
-// Real child processes for end-to-end tests: the CLI and the service started as `node --import tsx …`,
+// Real child processes for end-to-end tests: the CLI and the service started as `node src/….ts` (Node strips the types),
 // spoken to over loopback HTTP, with every child tracked so that a failing test cannot leak one.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, rm, symlink } from 'node:fs/promises';
@@ -29,7 +29,7 @@ export interface RunOptions {
   cwd?: string;
   /** The child is killed, and the run fails, after this long. */
   timeoutMs?: number;
-  /** Node flags before the script; defaults to loading tsx. */
+  /** Node flags before the script; none by default. */
   nodeArgs?: string[];
 }
 
@@ -100,9 +100,9 @@ function captureOutput(child: ChildProcess): { stdout: () => string; stderr: () 
   return { stdout: () => stdout, stderr: () => stderr };
 }
 
-/** Runs `node --import tsx <script> <args>` (or other `nodeArgs`) to completion. */
+/** Runs `node <script> <args>` (with `nodeArgs` before the script) to completion. */
 export async function runNode(script: string, args: string[], options: RunOptions = {}): Promise<RunResult> {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? ['--import', 'tsx']), script, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), script, ...args], {
     cwd: options.cwd ?? projectRoot,
     env: cleanEnv(options.env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -175,20 +175,16 @@ export interface StartOptions {
 /** Spawns the service on loopback without waiting for it (see startService for the usual case). */
 export async function spawnService(options: StartOptions): Promise<ServiceProcess> {
   const port = options.port ?? (await freePort());
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', options.script ?? serverEntry, ...(options.args ?? [])],
-    {
-      cwd: options.cwd ?? projectRoot,
-      env: cleanEnv({
-        PORT: String(port),
-        HOST: '127.0.0.1',
-        PARLEY_DATA_DIR: options.dataDir,
-        ...options.env,
-      }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [options.script ?? serverEntry, ...(options.args ?? [])], {
+    cwd: options.cwd ?? projectRoot,
+    env: cleanEnv({
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PARLEY_DATA_DIR: options.dataDir,
+      ...options.env,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output = captureOutput(child);
   const exited = track(child);
   let exit: Exit | undefined;

@@ -225,11 +225,10 @@ const lockstepScript = fileURLToPath(new URL('./fixtures/migrate-in-lockstep.ts'
 
 /** Starts the lockstep child; `next` resolves with its next stdout line and fails if it exits first. */
 function startLockstepChild(files: string[]) {
-  const child: ChildProcessWithoutNullStreams = spawn(
-    process.execPath,
-    ['--import', 'tsx', lockstepScript, ...files],
-    { cwd: projectRoot, stdio: 'pipe' },
-  );
+  const child: ChildProcessWithoutNullStreams = spawn(process.execPath, [lockstepScript, ...files], {
+    cwd: projectRoot,
+    stdio: 'pipe',
+  });
   let stderr = '';
   child.stderr.on('data', (chunk) => {
     stderr += chunk;
