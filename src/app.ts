@@ -1,25 +1,24 @@
-// Composition root: the only place that chooses implementations (store, later coordinator and
-// providers) and wires plugins and routes. src/server.ts only starts and stops what this builds.
+// Composition root: chooses the implementations (coordinator, providers, and the store through
+// store/open-store.ts, which the CLI shares) and wires plugins and routes. Implementations that only some
+// configurations need (Redis, PostgreSQL, a model's HTTP client) are imported only when chosen, so a process
+// loads what it runs. src/server.ts only starts and stops what this builds.
 import { hostname } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
 import { customAlphabet } from 'nanoid';
 import { createActorMetrics } from './actors/actor-metrics.ts';
 import { createOperationRunner } from './actors/operations.ts';
 import { SessionHost } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
 import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
-import { OpenAiProvider } from './agents/openai.ts';
 import type { Provider } from './agents/provider.ts';
 import { ScriptedProvider } from './agents/scripted.ts';
 import { ensureBootstrapKey } from './auth/api-keys.ts';
 import { SessionTokens, tokenSecret } from './auth/session-tokens.ts';
-import { createClusterMetrics } from './cluster/cluster-metrics.ts';
+import { type ClusterMetrics, createClusterMetrics } from './cluster/cluster-metrics.ts';
 import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
-import { registerForwarding } from './cluster/forwarding.ts';
-import { RedisCoordinator } from './cluster/redis-coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
@@ -28,10 +27,8 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
-import { rateLimitRedis } from './http/rate-limit.ts';
 import { validatorCompiler } from './http/validation.ts';
-import { PostgresStore } from './store/postgres.ts';
-import { SqliteStore } from './store/sqlite.ts';
+import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 
 declare module 'fastify' {
@@ -46,23 +43,20 @@ export interface AppDependencies {
   store?: Store;
 }
 
-/** The store the configuration asks for. */
-export function openStore(config: Config): Store {
-  if (config.databaseUrl) return new PostgresStore(config.databaseUrl);
-  return new SqliteStore(join(config.dataDir, 'parley.db'));
-}
-
 /** One provider per agent, as its catalogue entry asks. */
-function providersFor(
+async function providersFor(
   catalogue: Catalogue,
   config: Config,
-): Map<string, Provider & { close?(): Promise<void> }> {
+): Promise<Map<string, Provider & { close?(): Promise<void> }>> {
   const providers = new Map<string, Provider & { close?(): Promise<void> }>();
-  for (const agent of catalogue.values()) providers.set(agent.id, providerFor(agent, config));
+  for (const agent of catalogue.values()) providers.set(agent.id, await providerFor(agent, config));
   return providers;
 }
 
-function providerFor(agent: AgentConfig, config: Config): Provider & { close?(): Promise<void> } {
+async function providerFor(
+  agent: AgentConfig,
+  config: Config,
+): Promise<Provider & { close?(): Promise<void> }> {
   if (agent.provider === 'scripted')
     return new ScriptedProvider({ tokenDelayMs: agent.scripted.token_delay_ms });
   const keyVariable = agent.api_key_env ?? 'OPENAI_API_KEY';
@@ -70,6 +64,7 @@ function providerFor(agent: AgentConfig, config: Config): Provider & { close?():
   if (agent.api_key_env && !apiKey) {
     throw new ConfigError(`Invalid configuration: agent ${agent.id} names ${keyVariable}, which is not set.`);
   }
+  const { OpenAiProvider } = await import('./agents/openai.ts');
   return new OpenAiProvider({
     baseUrl: agent.base_url ?? config.openai.baseUrl ?? 'https://api.openai.com/v1',
     ...(apiKey ? { apiKey } : {}),
@@ -78,13 +73,39 @@ function providerFor(agent: AgentConfig, config: Config): Provider & { close?():
   });
 }
 
+/** Cluster mode: a coordinator on Redis leases, forwarding to each shard's owner, shared rate-limit counters. */
+async function joinCluster(
+  app: FastifyInstance,
+  redisUrl: string,
+  config: Config,
+  store: Store,
+  metrics: ClusterMetrics,
+): Promise<{ coordinator: Coordinator; redis: Redis }> {
+  const [{ RedisCoordinator }, { registerForwarding }, { rateLimitRedis }] = await Promise.all([
+    import('./cluster/redis-coordinator.ts'),
+    import('./cluster/forwarding.ts'),
+    import('./http/rate-limit-redis.ts'),
+  ]);
+  const coordinator = new RedisCoordinator({
+    store,
+    redisUrl,
+    nodeUrl: config.nodeUrl ?? '',
+    leaseMs: config.leaseTtlMs,
+    metrics,
+    log: app.log,
+  });
+  registerForwarding(app, { coordinator, metrics, bodyLimit: config.limits.bodyBytes });
+  const redis = rateLimitRedis(redisUrl, (err) => app.log.warn({ err }, 'rate-limit counters unreachable'));
+  return { coordinator, redis };
+}
+
 const requestIdSuffix = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 16);
 const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
   const catalogue = loadCatalogue(config.agentsFile);
-  const providers = providersFor(catalogue, config);
-  const store = deps.store ?? openStore(config);
+  const providers = await providersFor(catalogue, config);
+  const store = deps.store ?? (await openStore(config));
   const tokens = new SessionTokens(tokenSecret(config), config.tokenTtlSeconds);
   await store.migrate();
   const bootstrapKey = config.bootstrapApiKey
@@ -133,19 +154,17 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   registerMetrics(app);
 
   const clusterMetrics = createClusterMetrics(app.metrics);
-  const coordinator: Coordinator = config.redisUrl
-    ? new RedisCoordinator({
-        store,
-        redisUrl: config.redisUrl,
-        nodeUrl: config.nodeUrl ?? '',
-        leaseMs: config.leaseTtlMs,
-        metrics: clusterMetrics,
-        log: app.log,
-      })
-    : new LocalCoordinator(store, config.nodeUrl ?? `${hostname()}:${process.pid}`, clusterMetrics);
-  if (config.redisUrl) {
-    registerForwarding(app, { coordinator, metrics: clusterMetrics, bodyLimit: config.limits.bodyBytes });
-  }
+  // Rate-limit counters live in Redis when clustered, so that a limit holds across processes.
+  const { coordinator, redis } = config.redisUrl
+    ? await joinCluster(app, config.redisUrl, config, store, clusterMetrics)
+    : {
+        coordinator: new LocalCoordinator(
+          store,
+          config.nodeUrl ?? `${hostname()}:${process.pid}`,
+          clusterMetrics,
+        ),
+        redis: undefined,
+      };
   const metrics = createActorMetrics(app.metrics);
   const host = new SessionHost({
     store,
@@ -163,10 +182,6 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
 
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
-  // Rate-limit counters live in Redis when clustered, so that a limit holds across processes.
-  const redis = config.redisUrl
-    ? rateLimitRedis(config.redisUrl, (err) => app.log.warn({ err }, 'rate-limit counters unreachable'))
-    : undefined;
   await app.register(apiFamily, { store, config, sessions, tokens, redis });
   await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis });
 

@@ -1,11 +1,11 @@
 // The `parley` command: serve, migrate, and manage tenants and API keys against the configured store.
 import { parseArgs } from 'node:util';
 import { agentIdSchema } from './agents/agent-id.ts';
-import { openStore } from './app.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from './auth/api-keys.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { newId } from './ids.ts';
 import { isMainModule } from './main-module.ts';
+import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 
 const usage = `Usage: parley <command>
@@ -126,7 +126,7 @@ export async function main(argv: string[]): Promise<number> {
   let store: Store | undefined;
   try {
     const config = loadConfig();
-    store = openStore(config);
+    store = await openStore(config);
     if (config.databaseUrl) await reachable(store);
     await run(store, parsed.positionals, parsed.values);
     return 0;

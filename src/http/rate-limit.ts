@@ -3,7 +3,7 @@
 // client is given, so that a budget holds across every process of a cluster.
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { AppError } from '../errors.ts';
 
 /** Prefix of the counter keys in Redis, beside the cluster's `parley:member:…` and `parley:shard:…`. */
@@ -16,30 +16,6 @@ export interface RateLimitOptions {
   key: (request: FastifyRequest) => string;
   /** Shared counters (see rateLimitRedis); without it, each process counts on its own. */
   redis?: Redis;
-}
-
-/**
- * A Redis client for rate-limit counters only. ioredis defaults suit a client that must not lose
- * commands (10 s connect timeout, 20 retries, commands queued while disconnected); here each command
- * sits in a request's path, so a down or stuck Redis must fail it within a fraction of a second instead
- * (the plugin README recommends low connectTimeout and maxRetriesPerRequest). The caller owns the
- * client and quits it when the app closes; both families may share it.
- */
-export function rateLimitRedis(url: string, onError: (err: Error) => void = () => {}): Redis {
-  const client = new Redis(url, {
-    connectionName: 'parley-rate-limit',
-    connectTimeout: 500,
-    // A Lua INCR on a healthy Redis answers in about a millisecond; a frozen one costs each request this much.
-    commandTimeout: 250,
-    maxRetriesPerRequest: 1,
-    // While disconnected, fail at once rather than queueing the request behind a reconnect.
-    enableOfflineQueue: false,
-    // Keep reconnecting in the background, at most every 2 s, so shared limits return with Redis.
-    retryStrategy: (times) => Math.min(times * 100, 2_000),
-  });
-  // ioredis prints every failed reconnect to stderr unless 'error' has a listener.
-  client.on('error', onError);
-  return client;
 }
 
 export async function registerRateLimit(scope: FastifyInstance, options: RateLimitOptions) {

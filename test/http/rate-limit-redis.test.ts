@@ -6,7 +6,8 @@ import { describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import { registerErrorHandling } from '../../src/http/error-handler.ts';
-import { RATE_LIMIT_NAMESPACE, rateLimitRedis, registerRateLimit } from '../../src/http/rate-limit.ts';
+import { RATE_LIMIT_NAMESPACE, registerRateLimit } from '../../src/http/rate-limit.ts';
+import { rateLimitRedis } from '../../src/http/rate-limit-redis.ts';
 import { startRedis } from '../helpers/redis.ts';
 
 async function limitedApp(redis: Redis): Promise<FastifyInstance> {
