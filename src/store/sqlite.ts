@@ -1,8 +1,9 @@
-// The embedded Store: one SQLite file (better-sqlite3) in WAL mode with full fsync, every write in a
-// BEGIN IMMEDIATE transaction so that concurrent writers (the CLI, a second process) queue instead of failing.
+// The embedded Store: one SQLite file (Node's built-in node:sqlite) in WAL mode with full fsync, every write
+// in a BEGIN IMMEDIATE transaction so that concurrent writers (the CLI, a second process) queue instead of
+// failing.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import Database from 'better-sqlite3';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { AppError } from '../errors.ts';
 import { type Migration, sqliteMigrations } from './sqlite-migrations.ts';
 import {
@@ -38,6 +39,12 @@ type Row = Record<string, unknown>;
 const now = () => new Date().toISOString();
 const json = (value: unknown) => JSON.stringify(value ?? {});
 const parseObject = (text: unknown): JsonObject => (typeof text === 'string' ? JSON.parse(text) : {});
+
+const toTenant = (r: Row): Tenant => ({
+  id: r.id as string,
+  name: r.name as string,
+  created_at: r.created_at as string,
+});
 
 const toUser = (r: Row): User => ({
   id: r.id as string,
@@ -127,12 +134,14 @@ const sessionColumns = `s.id, s.tenant_id, s.agent_id, s.user_id, u.reference AS
 /** Escapes LIKE wildcards so a user's `%` or `_` matches itself. */
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** SQLite's (extended) result code of an error thrown by node:sqlite; undefined for any other error. */
+const sqliteCode = (err: unknown): number | undefined =>
+  err instanceof Error && 'errcode' in err && typeof err.errcode === 'number' ? err.errcode : undefined;
+const SQLITE_BUSY = 5;
+const SQLITE_CONSTRAINT_UNIQUE = 2067;
+
 function isReferenceConflict(err: unknown): boolean {
-  return (
-    err instanceof Database.SqliteError &&
-    err.code === 'SQLITE_CONSTRAINT_UNIQUE' &&
-    err.message.includes('users.')
-  );
+  return sqliteCode(err) === SQLITE_CONSTRAINT_UNIQUE && (err as Error).message.includes('users.');
 }
 
 /**
@@ -145,7 +154,8 @@ function whileBusy<T>(fn: () => T, timeoutMs: number): T {
     try {
       return fn();
     } catch (err) {
-      const busy = err instanceof Database.SqliteError && err.code.startsWith('SQLITE_BUSY');
+      // The low byte is the primary code: SQLITE_BUSY and its extended codes.
+      const busy = ((sqliteCode(err) ?? 0) & 0xff) === SQLITE_BUSY;
       if (!busy || Date.now() > deadline) throw err;
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
@@ -154,27 +164,20 @@ function whileBusy<T>(fn: () => T, timeoutMs: number): T {
 
 export class SqliteStore implements Store {
   readonly kind = 'sqlite';
-  readonly #db: Database.Database;
+  readonly #db: DatabaseSync;
   readonly #migrations: readonly Migration[];
-  /**
-   * Runs its argument in a transaction, or in a savepoint when one is open. Made once: better-sqlite3
-   * builds four wrapper functions for every db.transaction() call.
-   */
-  readonly #tx: Database.Transaction<(fn: () => unknown) => unknown>;
 
   constructor(file: string, migrations: readonly Migration[] = sqliteMigrations) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-    this.#db = new Database(file);
-    this.#db.pragma('busy_timeout = 5000');
-    whileBusy(() => this.#db.pragma('journal_mode = WAL'), 5000);
+    this.#db = new DatabaseSync(file, { timeout: 5000 });
+    whileBusy(() => this.#db.exec('PRAGMA journal_mode = WAL'), 5000);
     // FULL: a commit is on disk before we acknowledge it, even across a power loss.
-    this.#db.pragma('synchronous = FULL');
-    this.#db.pragma('foreign_keys = ON');
+    this.#db.exec('PRAGMA synchronous = FULL');
+    this.#db.exec('PRAGMA foreign_keys = ON');
     this.#migrations = migrations;
-    this.#tx = this.#db.transaction((fn: () => unknown) => fn());
   }
 
-  readonly #statements = new Map<string, Database.Statement>();
+  readonly #statements = new Map<string, StatementSync>();
   readonly #pendingWrites: {
     write: SessionWrite;
     resolve(result: SessionWriteResult): void;
@@ -182,7 +185,7 @@ export class SqliteStore implements Store {
   }[] = [];
 
   /** A prepared statement, prepared once per SQL text. */
-  #q(sql: string): Database.Statement {
+  #q(sql: string): StatementSync {
     let statement = this.#statements.get(sql);
     if (!statement) {
       statement = this.#db.prepare(sql);
@@ -191,9 +194,23 @@ export class SqliteStore implements Store {
     return statement;
   }
 
-  /** Runs `fn` in a BEGIN IMMEDIATE transaction. */
+  /**
+   * Runs `fn` in a BEGIN IMMEDIATE transaction, or, inside one already open, in a savepoint: either way a
+   * throw undoes what `fn` wrote, and only that.
+   */
   #write<T>(fn: () => T): T {
-    return this.#tx.immediate(fn) as T;
+    const nested = this.#db.isTransaction;
+    this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
+    let result: T;
+    try {
+      result = fn();
+    } catch (err) {
+      // SQLite may have rolled the transaction back itself (a full disk, an interrupted statement).
+      if (this.#db.isTransaction) this.#db.exec(nested ? 'ROLLBACK TO write; RELEASE write' : 'ROLLBACK');
+      throw err;
+    }
+    this.#db.exec(nested ? 'RELEASE write' : 'COMMIT');
+    return result;
   }
 
   async migrate(): Promise<number> {
@@ -222,7 +239,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
-    if (!this.#db.open) return;
+    if (!this.#db.isOpen) return;
     this.#flushSessionWrites();
     this.#db.close();
   }
@@ -238,11 +255,12 @@ export class SqliteStore implements Store {
   }
 
   async getTenant(id: string): Promise<Tenant | null> {
-    return (this.#q('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id) as Tenant) ?? null;
+    const row = this.#q('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id);
+    return row ? toTenant(row) : null;
   }
 
   async listTenants(): Promise<Tenant[]> {
-    return this.#q('SELECT id, name, created_at FROM tenants ORDER BY created_at, id').all() as Tenant[];
+    return this.#q('SELECT id, name, created_at FROM tenants ORDER BY created_at, id').all().map(toTenant);
   }
 
   async createApiKey(key: NewApiKey): Promise<ApiKeyRecord> {
@@ -286,7 +304,7 @@ export class SqliteStore implements Store {
     const result = this.#write(() =>
       this.#q('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now(), id),
     );
-    return result.changes === 1;
+    return Number(result.changes) === 1;
   }
 
   async countActiveApiKeys(): Promise<number> {
@@ -342,13 +360,19 @@ export class SqliteStore implements Store {
     const rows = this.#q(
       `SELECT * FROM users WHERE ${where.join(' AND ')}
          ORDER BY created_at DESC, rowid DESC LIMIT @limit OFFSET @offset`,
-    ).all({ tenantId, ...filter, limit: page.limit + 1, offset: page.offset }) as Row[];
+    ).all({
+      tenantId,
+      ...(filter.reference !== undefined ? { reference: filter.reference } : {}),
+      ...(filter.email !== undefined ? { email: filter.email } : {}),
+      limit: page.limit + 1,
+      offset: page.offset,
+    }) as Row[];
     return toPage(rows.map(toUser), page);
   }
 
   async updateUser(tenantId: string, id: string, fields: UserFields): Promise<User | null> {
     const sets: string[] = [];
-    const params: Record<string, unknown> = { tenantId, id, updated_at: now() };
+    const params: Record<string, SQLInputValue> = { tenantId, id, updated_at: now() };
     for (const column of ['reference', 'name', 'email', 'phone'] as const) {
       if (fields[column] !== undefined) {
         sets.push(`${column} = @${column}`);
@@ -383,7 +407,7 @@ export class SqliteStore implements Store {
         'UPDATE users SET deleted_at = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL',
       ).run(at, at, tenantId, id),
     );
-    return result.changes === 1;
+    return Number(result.changes) === 1;
   }
 
   // --- files
@@ -427,7 +451,7 @@ export class SqliteStore implements Store {
 
   async listFiles(tenantId: string, filter: FileFilter, page: PageRequest): Promise<Page<StoredFile>> {
     const where = ['tenant_id = @tenantId'];
-    const params: Record<string, unknown> = { tenantId, limit: page.limit + 1, offset: page.offset };
+    const params: Record<string, SQLInputValue> = { tenantId, limit: page.limit + 1, offset: page.offset };
     if (filter.name !== undefined) {
       where.push("name_lower LIKE @name ESCAPE '\\'");
       params.name = likePrefix(filter.name.toLowerCase());
@@ -458,8 +482,8 @@ export class SqliteStore implements Store {
   async readFileContent(tenantId: string, id: string): Promise<Buffer | null> {
     const row = this.#q(
       'SELECT b.data FROM file_blobs b JOIN files f ON f.id = b.file_id WHERE f.tenant_id = ? AND f.id = ?',
-    ).get(tenantId, id) as { data: Buffer } | undefined;
-    return row?.data ?? null;
+    ).get(tenantId, id) as { data: Uint8Array } | undefined;
+    return row ? Buffer.from(row.data.buffer, row.data.byteOffset, row.data.byteLength) : null;
   }
 
   async deleteFile(tenantId: string, id: string): Promise<boolean> {
@@ -554,7 +578,7 @@ export class SqliteStore implements Store {
     page: PageRequest,
   ): Promise<Page<SessionRecord>> {
     const where = ['s.tenant_id = @tenantId'];
-    const params: Record<string, unknown> = { tenantId, limit: page.limit + 1, offset: page.offset };
+    const params: Record<string, SQLInputValue> = { tenantId, limit: page.limit + 1, offset: page.offset };
     if (filter.status !== undefined) {
       where.push('s.status = @status');
       params.status = filter.status;
@@ -623,9 +647,9 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** Nested inside #write, better-sqlite3 runs this in a SAVEPOINT: a throw undoes this write only. */
+  /** Nested inside #write, this runs in a SAVEPOINT: a throw undoes this write only. */
   readonly #applyInSavepoint = (write: SessionWrite): SessionWriteResult =>
-    this.#tx(() => this.#applySessionWrite(write)) as SessionWriteResult;
+    this.#write(() => this.#applySessionWrite(write));
 
   #applySessionWrite(write: SessionWrite): SessionWriteResult {
     const at = write.at ?? now();
@@ -768,7 +792,9 @@ export class SqliteStore implements Store {
              metadata = excluded.metadata, submitted_at = excluded.submitted_at
            RETURNING *`,
         ).get({
-          ...feedback,
+          id: feedback.id,
+          score: feedback.score,
+          comment: feedback.comment ?? null,
           session_id: sessionId,
           metadata: json(feedback.metadata),
           submitted_at: now(),
@@ -791,7 +817,8 @@ export class SqliteStore implements Store {
   }
 
   async deleteExpiredIdempotencyRecords(at: string): Promise<number> {
-    return this.#write(() => this.#q('DELETE FROM idempotency_records WHERE expires_at <= ?').run(at))
-      .changes;
+    return Number(
+      this.#write(() => this.#q('DELETE FROM idempotency_records WHERE expires_at <= ?').run(at)).changes,
+    );
   }
 }

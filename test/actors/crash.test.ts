@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import { Agent, request } from 'undici';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { StaleEpochError } from '../../src/store/store.ts';
@@ -159,9 +159,9 @@ const byRole = (messages: Message[], role: Message['role']) => messages.filter((
 
 /** The shard's row of the fencing table, read while the service may be running (WAL allows it). */
 function shardOwner(dataDir: string, shard: number): { epoch: number; owner: string } {
-  const db = new Database(join(dataDir, 'parley.db'), { readonly: true, fileMustExist: true });
+  const db = new DatabaseSync(join(dataDir, 'parley.db'), { readOnly: true });
   try {
-    return db.prepare('SELECT epoch, owner FROM shard_owner WHERE shard = ?').get(shard) as {
+    return db.prepare('SELECT epoch, owner FROM shard_owner WHERE shard = ?').get(shard) as unknown as {
       epoch: number;
       owner: string;
     };

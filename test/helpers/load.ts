@@ -3,8 +3,9 @@
 // Idempotency-Key `<session>-<n>`, spread over the processes; a send that meets a process going away
 // (503, 502/504, refused, reset, timeout) is retried unchanged on another one, as a client behind a load
 // balancer would, until it is acknowledged. What was acknowledged must then be stored exactly once.
+
+import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Database from 'better-sqlite3';
 import { Agent, errors, request } from 'undici';
 
 export interface Answer {
@@ -409,16 +410,18 @@ export async function checkSessions(
  * commit (rowid) order never decreases. Reads the shared file read-only while the processes may run.
  */
 export function checkEpochOrder(sqliteFile: string, sessions?: readonly string[]): string[] {
-  const db = new Database(sqliteFile, { readonly: true, fileMustExist: true });
+  const db = new DatabaseSync(sqliteFile, { readOnly: true });
   try {
-    const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('messages') as { name: string }[];
+    const columns = db.prepare('SELECT name FROM pragma_table_info(?)').all('messages') as unknown as {
+      name: string;
+    }[];
     if (!columns.some((c) => c.name === 'epoch')) return ['table messages has no epoch column'];
     const rows = db
       .prepare(
         `SELECT m.rowid AS rowid, m.session_id AS session, s.shard AS shard, m.epoch AS epoch
            FROM messages m JOIN sessions s ON s.id = m.session_id ORDER BY m.rowid`,
       )
-      .all() as { rowid: number; session: string; shard: number; epoch: number | null }[];
+      .all() as unknown as { rowid: number; session: string; shard: number; epoch: number | null }[];
     const wanted = sessions ? new Set(sessions) : undefined;
     const last = new Map<number, { rowid: number; epoch: number }>();
     const problems: string[] = [];

@@ -4,13 +4,12 @@ import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { rm } from 'node:fs/promises';
-import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import Database from 'better-sqlite3';
 import { SqliteStore } from '../../src/store/sqlite.ts';
 import { type Migration, sqliteMigrations } from '../../src/store/sqlite-migrations.ts';
 import { makeTempDir } from '../helpers/app.ts';
@@ -27,8 +26,8 @@ storeContract('SqliteStore', async () => {
 const latestVersion = Math.max(...sqliteMigrations.map((m) => m.version));
 
 /** Reads the file with a plain connection, so that assertions do not trust the code under test. */
-function inspect<T>(file: string, read: (db: Database.Database) => T): T {
-  const db = new Database(file, { readonly: true });
+function inspect<T>(file: string, read: (db: DatabaseSync) => T): T {
+  const db = new DatabaseSync(file, { readOnly: true });
   try {
     return read(db);
   } finally {
@@ -40,7 +39,9 @@ const appliedVersions = (file: string) =>
   inspect(file, (db) =>
     db
       .prepare('SELECT version, count(*) AS n FROM schema_migrations GROUP BY version ORDER BY version')
-      .all(),
+      .all()
+      // node:sqlite's rows have no prototype; compare them as plain objects.
+      .map((row) => ({ ...row })),
   ) as { version: number; n: number }[];
 
 describe('SqliteStore on its file', () => {
@@ -60,7 +61,7 @@ describe('SqliteStore on its file', () => {
       await store.migrate();
       // Asked over a second connection while the store is open: WAL is a property of the file.
       assert.equal(
-        inspect(file, (db) => db.pragma('journal_mode', { simple: true })),
+        inspect(file, (db) => db.prepare('PRAGMA journal_mode').get()?.journal_mode),
         'wal',
       );
     } finally {
@@ -125,7 +126,7 @@ describe('SqliteStore on its file', () => {
   it('processes opening and migrating a new file at the same moment all succeed, applying each migration once', {
     timeout: 60_000,
   }, async () => {
-    // better-sqlite3 is synchronous, so only separate processes really overlap. The race window is well
+    // node:sqlite is synchronous, so only separate processes really overlap. The race window is well
     // under a millisecond (the next test pins its cause down deterministically), hence several new files
     // per run, each opened by both processes at start instants a fraction of a millisecond apart.
     const files = Array.from({ length: 12 }, (_, i) => join(dir, `race-${i}`, 'parley.db'));
@@ -163,7 +164,7 @@ describe('SqliteStore on its file', () => {
     // The writer runs on another thread, because opening a store blocks this one until the writer is done.
     const writer = new Worker(holdWriteLock, {
       eval: true,
-      workerData: { sqlitePath: require.resolve('better-sqlite3'), file, holdMs: 150 },
+      workerData: { file, holdMs: 150 },
     });
     try {
       assert.equal(await once(writer, 'message').then(([message]) => message), 'locked');
@@ -174,7 +175,7 @@ describe('SqliteStore on its file', () => {
         await store.close();
       }
       assert.equal(
-        inspect(file, (db) => db.pragma('journal_mode', { simple: true })),
+        inspect(file, (db) => db.prepare('PRAGMA journal_mode').get()?.journal_mode),
         'wal',
       );
     } finally {
@@ -206,16 +207,14 @@ describe('SqliteStore on its file', () => {
 /** Worker code: takes the write lock of a new file, holds it for a while, then commits. */
 const holdWriteLock = `
 const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.sqlitePath);
-const db = new Database(workerData.file);
+const { DatabaseSync } = require('node:sqlite');
+const db = new DatabaseSync(workerData.file);
 db.exec('BEGIN IMMEDIATE');
 parentPort.postMessage('locked');
 Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.holdMs);
 db.exec('COMMIT');
 db.close();
 `;
-
-const require = createRequire(import.meta.url);
 
 const isVersion = (r: unknown) =>
   typeof r === 'object' && r !== null && 'version' in r && r.version === latestVersion;
