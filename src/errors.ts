@@ -127,6 +127,10 @@ export class AppError extends Error {
   }
 }
 
+/** 503 shard_moving: the session's shard is between owners; a retry a second later reaches the new one. */
+export const shardMoving = (context?: Record<string, unknown>, cause?: unknown) =>
+  new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' }, context, cause });
+
 /** One entry of a 422 body: FastAPI's `{ loc, msg, type }`. */
 export interface ValidationIssue {
   loc: (string | number)[];

@@ -5,7 +5,7 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type AnyActorRef, createActor } from 'xstate';
 import type { Coordinator, ShardHandler } from '../cluster/coordinator.ts';
-import { AppError } from '../errors.ts';
+import { AppError, shardMoving } from '../errors.ts';
 import {
   type OperateInput,
   type Operation,
@@ -90,13 +90,6 @@ export const statusError = (status: SessionStatus, sessionId: string) =>
     context: { session_id: sessionId },
   });
 
-const shardMoving = (sessionId: string, cause?: unknown) =>
-  new AppError('shard_moving', undefined, {
-    context: { session_id: sessionId },
-    headers: { 'retry-after': '1' },
-    cause,
-  });
-
 const shuttingDown = () =>
   new AppError('service_unavailable', 'The service is shutting down.', { headers: { 'retry-after': '1' } });
 
@@ -174,7 +167,7 @@ export class SessionHost implements ShardHandler {
       throw new AppError('session_not_found', undefined, { context: { session_id: given.session.id } });
     const status = this.status(entry);
     if (status !== 'active') throw statusError(status, entry.session.id);
-    if (!this.#o.coordinator.serves(entry.session.shard)) throw shardMoving(entry.session.id);
+    if (!this.#o.coordinator.serves(entry.session.shard)) throw shardMoving({ session_id: entry.session.id });
     const answer = new Promise((resolve, reject) => this.#wait(op.id, { resolve, reject }));
     if (observer) this.#observers.set(op.id, observer);
     entry.actor.send({ type: 'SUBMIT', op, at: Date.now() });
@@ -253,7 +246,7 @@ export class SessionHost implements ShardHandler {
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
     this.#entries.delete(sessionId);
-    const fail = error ?? (() => shardMoving(sessionId));
+    const fail = error ?? (() => shardMoving({ session_id: sessionId }));
     for (const op of entry.actor.getSnapshot().context.queue) this.#settle(op.id, { error: fail() });
     entry.actor.stop();
     this.#o.metrics.passivations.inc({ reason });
@@ -264,7 +257,7 @@ export class SessionHost implements ShardHandler {
     const loaded = await this.#o.store.loadSession(sessionId);
     if (!loaded) return null;
     const { session } = loaded;
-    if (!this.#o.coordinator.serves(session.shard)) throw shardMoving(sessionId);
+    if (!this.#o.coordinator.serves(session.shard)) throw shardMoving({ session_id: sessionId });
     const shell = { session, lastUsed: Date.now(), history: null } as {
       -readonly [K in keyof SessionEntry]: SessionEntry[K];
     };
@@ -336,7 +329,7 @@ export class SessionHost implements ShardHandler {
     const work = this.#closing
       ? Promise.reject(shuttingDown())
       : !entry
-        ? Promise.reject(shardMoving(sessionId))
+        ? Promise.reject(shardMoving({ session_id: sessionId }))
         : this.#o.run(this.#operationContext(entry, this.#observers.get(op.id)), op);
     this.#running.add(work);
     try {
@@ -358,7 +351,7 @@ export class SessionHost implements ShardHandler {
       commit: async (change, event) => {
         const { shard } = entry.session;
         const fence = this.#o.coordinator.fence(shard);
-        if (!fence) throw shardMoving(entry.session.id);
+        if (!fence) throw shardMoving({ session_id: entry.session.id });
         const snapshot = persistedSnapshot(this.#machine, entry.actor.getSnapshot(), event);
         let result: SessionWriteResult;
         try {
@@ -371,7 +364,7 @@ export class SessionHost implements ShardHandler {
         } catch (err) {
           if (!(err instanceof StaleEpochError)) throw err;
           this.#lostShard(shard);
-          throw shardMoving(entry.session.id, err);
+          throw shardMoving({ session_id: entry.session.id }, err);
         }
         if (entry.history && result.messages.length > 0) entry.history.push(...result.messages);
         if (event) entry.actor.send(event);

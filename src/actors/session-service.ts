@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import type { Catalogue } from '../agents/catalogue.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { SHARD_COUNT, shardOf } from '../cluster/shard.ts';
-import { AppError, ValidationError } from '../errors.ts';
+import { AppError, shardMoving, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { initialPersistedSnapshot, type SessionStatus, sessionMachine } from '../machines/session.ts';
 import {
@@ -82,7 +82,7 @@ export class SessionService {
     const id = this.#newSessionId();
     const shard = shardOf(id);
     const fence = this.#o.coordinator.fence(shard);
-    if (!fence) throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' } });
+    if (!fence) throw shardMoving();
     const expiresAt = Date.now() + agent.session_ttl * 1000;
     try {
       return await this.#o.store.createSession(
@@ -102,7 +102,7 @@ export class SessionService {
     } catch (err) {
       if (!(err instanceof StaleEpochError)) throw err;
       this.#o.coordinator.lost(shard);
-      throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' }, cause: err });
+      throw shardMoving(undefined, err);
     }
   }
 
@@ -115,7 +115,7 @@ export class SessionService {
       const id = newId('ses');
       if (this.#o.coordinator.serves(shardOf(id))) return id;
     }
-    throw new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' } });
+    throw shardMoving();
   }
 
   /** The session as stored, after the lazy expiry check. */

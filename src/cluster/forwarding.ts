@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent } from 'undici';
-import { AppError } from '../errors.ts';
+import { AppError, shardMoving } from '../errors.ts';
 import type { ClusterMetrics } from './cluster-metrics.ts';
 import type { Coordinator, Route } from './coordinator.ts';
 import { SHARD_COUNT, shardOf } from './shard.ts';
@@ -37,9 +37,6 @@ export interface ForwardingOptions {
   /** The largest request body, as for the process's own routes. */
   bodyLimit: number;
 }
-
-const shardMoving = (context?: Record<string, unknown>, cause?: unknown) =>
-  new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' }, context, cause });
 
 export function registerForwarding(app: FastifyInstance, options: ForwardingOptions): void {
   const { coordinator, metrics } = options;
