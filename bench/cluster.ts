@@ -2,7 +2,7 @@
 // sessions' owner (direct) vs through the other process (forwarded), then how long after a kill -9 of the
 // owner its sessions answer again through the survivor.
 import { randomBytes } from 'node:crypto';
-import { findRedisServer } from '../scripts/redis-probe.ts';
+import { findRedisServer } from '../support/redis-server.ts';
 import {
   forwards,
   NODE_HEADER,

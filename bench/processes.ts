@@ -1,12 +1,11 @@
-// Child processes and temp dirs of a bench run: spawn, free ports, wait, and clean up on exit, Ctrl-C or error.
+// Child processes and temp dirs of a bench run: spawn, wait, and clean up on exit, Ctrl-C or error.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { cleanEnv, exitOf, projectRoot, stopChild } from '../support/processes.ts';
 
-export const projectRoot = fileURLToPath(new URL('../', import.meta.url));
 export const benchDir = fileURLToPath(new URL('./', import.meta.url));
 
 const children = new Set<ChildProcess>();
@@ -17,27 +16,6 @@ export function tempDir(prefix: string): string {
   const dir = mkdtempSync(join(tmpdir(), `parley-bench-${prefix}-`));
   dirs.add(dir);
   return dir;
-}
-
-/** A TCP port that was free a moment ago. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => (port ? resolve(port) : reject(new Error('no port assigned'))));
-    });
-  });
-}
-
-// The environment of the shell, without what Parley reads, so a developer's settings cannot leak in.
-const ignored = /^(PORT|HOST|DATABASE_URL|REDIS_URL|PARLEY_.*|OPENAI_.*|LOG_LEVEL|NODE_OPTIONS)$/;
-function childEnv(extra: Record<string, string>): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !ignored.test(k)) env[k] = v;
-  return { ...env, ...extra };
 }
 
 export interface Child {
@@ -67,7 +45,8 @@ export function spawnChild(
 ): Child {
   const child = spawn(command, args, {
     cwd: projectRoot,
-    env: childEnv(env),
+    // NODE_OPTIONS too: a developer's Node flags must not change what is measured.
+    env: cleanEnv(env, ['NODE_OPTIONS']),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -79,27 +58,20 @@ export function spawnChild(
     .setEncoding('utf8')
     .on('data', (c: string) => (options.onStdout ? options.onStdout(c) : keep(c)));
   child.stderr.setEncoding('utf8').on('data', keep);
-  const exited = new Promise<number | null>((resolve) => {
-    child.once('exit', (code) => {
-      children.delete(child);
-      resolve(code);
-    });
-    child.once('error', (err) => {
+  const exited = exitOf(child).then(
+    ({ code }) => code,
+    (err) => {
       keep(String(err));
-      children.delete(child);
-      resolve(null);
-    });
-  });
+      return null;
+    },
+  );
+  exited.finally(() => children.delete(child));
   return {
     process: child,
     exited,
     output: () => output,
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
+      await stopChild(child, exited);
     },
   };
 }

@@ -6,7 +6,9 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Pool } from 'undici';
-import { benchDir, type Child, freePort, sleep, spawnNode, tempDir } from './processes.ts';
+import { freePort } from '../support/free-port.ts';
+import { pollUntil } from '../support/processes.ts';
+import { benchDir, type Child, sleep, spawnNode, tempDir } from './processes.ts';
 
 export const AGENT_ID = 'bench';
 
@@ -114,19 +116,15 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
     [],
     env,
   );
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    if (child.process.exitCode !== null) throw new Error(`Parley exited before ready:\n${child.output()}`);
-    try {
-      const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
-      await response.arrayBuffer();
-      if (response.status === 200) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`Parley was not ready within 30 s:\n${child.output()}`);
-    await sleep(100);
-  }
+  const ready = async () => {
+    const response = await fetch(`${url}/readyz`, { signal: AbortSignal.timeout(1_000) });
+    await response.arrayBuffer();
+    return response.status === 200;
+  };
+  const gone = () => child.process.exitCode !== null;
+  const readiness = await pollUntil(ready, { gone, timeoutMs: 30_000, intervalMs: 100 });
+  if (readiness === 'gone') throw new Error(`Parley exited before ready:\n${child.output()}`);
+  if (readiness === 'timeout') throw new Error(`Parley was not ready within 30 s:\n${child.output()}`);
   return { name: options.name ?? 'parley', url, apiKey, child, stop: () => child.stop() };
 }
 

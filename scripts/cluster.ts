@@ -4,12 +4,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { answersPing } from './redis-probe.ts';
+import { freePort } from '../support/free-port.ts';
+import { exitOf, pollUntil, stopChild } from '../support/processes.ts';
+import { answersPing, redisServerArgs } from '../support/redis-server.ts';
 
 const serverEntry = fileURLToPath(new URL('../src/server.ts', import.meta.url));
 const usage = `usage: npm run cluster -- [--nodes N] [--port-base P] [--data-dir DIR]
@@ -60,16 +61,6 @@ function tokenSecret(): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-function freePort(): Promise<number> {
-  const server = createServer();
-  return new Promise((done, reject) =>
-    server.once('error', reject).listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    }),
-  );
-}
-
 type Child = { name: string; process: ChildProcess; exited: Promise<void>; gone: boolean };
 const children: Child[] = [];
 let stopping = false;
@@ -89,29 +80,24 @@ function start(name: string, command: string, argv: string[], env = process.env)
       console.error(`${prefix}${why}`);
       done();
     };
-    child.once('error', (err) => end(`cannot start ${command}: ${err.message}`));
-    child.once('exit', (code, signal) => end(`exited (${signal ?? `code ${code}`})`));
+    exitOf(child).then(
+      ({ code, signal }) => end(`exited (${signal ?? `code ${code}`})`),
+      (err: Error) => end(`cannot start ${command}: ${err.message}`),
+    );
   });
   children.push(entry);
   return entry;
 }
 
 async function waitFor(child: Child, check: () => Promise<boolean>, what: string, timeoutMs = 30_000) {
-  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; ) {
-    if (child.gone) throw new Error(`${child.name} exited before it could ${what}`);
-    if (await check().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${child.name} did not ${what} within ${timeoutMs / 1000} s`);
+  const readiness = await pollUntil(check, { gone: () => child.gone, timeoutMs, intervalMs: 100 });
+  if (readiness === 'gone') throw new Error(`${child.name} exited before it could ${what}`);
+  if (readiness === 'timeout') throw new Error(`${child.name} did not ${what} within ${timeoutMs / 1000} s`);
 }
 
 /** SIGTERM, then SIGKILL if the child outlives `graceMs`. */
 async function stop(child: Child, graceMs: number) {
-  if (child.gone) return;
-  child.process.kill('SIGTERM');
-  const timer = setTimeout(() => child.process.kill('SIGKILL'), graceMs);
-  await child.exited;
-  clearTimeout(timer);
+  if (!child.gone) await stopChild(child.process, child.exited, 'SIGTERM', graceMs);
 }
 
 async function shutdown(code: number) {
@@ -144,8 +130,7 @@ try {
   let redisUrl = process.env.REDIS_URL;
   if (!redisUrl) {
     const port = await freePort();
-    const argv = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
-    const redis = start('redis', 'redis-server', argv);
+    const redis = start('redis', 'redis-server', redisServerArgs(port));
     redisUrl = `redis://127.0.0.1:${port}`;
     const url = redisUrl;
     await waitFor(redis, () => answersPing(url), 'answer PING (or set REDIS_URL)', 10_000);

@@ -131,6 +131,24 @@ export class AppError extends Error {
 export const shardMoving = (context?: Record<string, unknown>, cause?: unknown) =>
   new AppError('shard_moving', undefined, { headers: { 'retry-after': '1' }, context, cause });
 
+/** 503 service_unavailable: this process cannot serve now (draining, cut off, closing); another may. */
+export const serviceUnavailable = (message: string, cause?: unknown) =>
+  new AppError('service_unavailable', message, { headers: { 'retry-after': '1' }, cause });
+
+export const sessionNotFound = (sessionId: string) =>
+  new AppError('session_not_found', undefined, { context: { session_id: sessionId } });
+
+/** A session error in the words of the conversation family: `session_not_found` becomes `conversation_not_found`. */
+export function asConversationError<E>(err: E, conversationId: string): E | AppError {
+  if (err instanceof AppError && err.code === 'session_not_found') {
+    return new AppError('conversation_not_found', undefined, {
+      context: { conversation_id: conversationId },
+      cause: err,
+    });
+  }
+  return err;
+}
+
 /** One entry of a 422 body: FastAPI's `{ loc, msg, type }`. */
 export interface ValidationIssue {
   loc: (string | number)[];

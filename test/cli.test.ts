@@ -4,12 +4,12 @@ import assert from 'node:assert/strict';
 import { symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { projectRoot } from '../support/processes.ts';
 import {
   binEntry,
   killLeftoverChildren,
   lines,
   projectCopyWithSpace,
-  projectRoot,
   runCli,
   tempDir,
 } from './helpers/process.ts';

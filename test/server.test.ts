@@ -6,6 +6,7 @@ import { rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { PostgresStore } from '../src/store/postgres.ts';
+import { projectRoot } from '../support/processes.ts';
 import { makeTempDir } from './helpers/app.ts';
 import { createTestDatabase } from './helpers/postgres.ts';
 import {
@@ -13,7 +14,6 @@ import {
   killLeftoverChildren,
   lines,
   projectCopyWithSpace,
-  projectRoot,
   runCli,
   runNode,
   type ServiceProcess,

@@ -1,10 +1,16 @@
-// What each operation on a session does, between the actor (which runs one at a time) and the store: a
-// turn (turn.ts), an inactivity message, terminate, expiry. Every change is a fenced commit, made before
-// anything is answered.
-import { AppError } from '../errors.ts';
-import type { Operation } from '../machines/session.ts';
-import type { OperationContext, OperationRunner } from './session-host.ts';
-import { agentOf, type OperationDeps, type PublicMessage, publicMessage, runTurn } from './turn.ts';
+// The operations a session runs, one at a time in its actor, as one tagged union: each kind with its payload,
+// its result and the function that runs it. The host's `submit` and the runner are typed from this table, so
+// a caller gets its kind's result. Terminate and expiry are small enough to live here; a turn is turn.ts and
+// an inactivity step inactivity.ts.
+import type { OperationKind, SessionSnapshot } from '../machines/session.ts';
+import { type InactivityPayload, type InactivityResult, runInactivity } from './inactivity.ts';
+import type { OperationContext, OperationDeps, OperationOf } from './operation-context.ts';
+import { closed, expired } from './session-changes.ts';
+import { runTurn, type SendPayload, type TurnResult } from './turn.ts';
+
+export interface TerminatePayload {
+  reason: string | null;
+}
 
 export interface TerminateResult {
   id: string;
@@ -13,85 +19,61 @@ export interface TerminateResult {
   reason: string | null;
 }
 
-export interface InactivityPayload {
-  step: 'warning' | 'final';
-  messageId: string;
+/** Every kind of operation (the machine's OperationKind), with its payload and result. */
+export interface OperationTypes {
+  send: { payload: SendPayload; result: TurnResult };
+  inactivity: { payload: InactivityPayload; result: InactivityResult };
+  terminate: { payload: TerminatePayload; result: TerminateResult };
+  expire: { payload: null; result: null };
 }
 
-export interface InactivityResult {
-  step: 'warning' | 'final';
-  message: PublicMessage;
-  conversation_status: 'active' | 'closed';
-}
+/** An operation of kind `K` (of any kind by default): the tagged union. */
+export type Operation<K extends OperationKind = OperationKind> = {
+  [P in K]: OperationOf<OperationTypes[P]['payload']> & { kind: P };
+}[K];
+
+export type ResultOf<K extends OperationKind> = OperationTypes[K]['result'];
+
+/** Runs one operation of a session and returns its caller's answer. */
+export type OperationRunner = <K extends OperationKind>(
+  context: OperationContext,
+  op: Operation<K>,
+) => Promise<ResultOf<K>>;
+
+type Runners = {
+  [K in OperationKind]: (context: OperationContext, op: Operation<K>) => Promise<ResultOf<K>>;
+};
 
 export function createOperationRunner(deps: OperationDeps): OperationRunner {
-  return async (context, op) => {
-    switch (op.kind) {
-      case 'send':
-        return runTurn(deps, context, op);
-      case 'terminate':
-        return terminate(context, op);
-      case 'inactivity':
-        return inactivity(deps, context, op);
-      case 'expire':
-        await context.commit({ patch: { status: 'expired' } }, { type: 'EXPIRED' });
-        return null;
-      default:
-        throw new Error(`No runner for ${op.kind} operations`);
-    }
+  const runners: Runners = {
+    send: (context, op) => runTurn(deps, context, op),
+    inactivity: (context, op) => runInactivity(deps, context, op),
+    terminate,
+    expire: async (context) => {
+      await context.commit(expired());
+      return null;
+    },
+  };
+  return <K extends OperationKind>(context: OperationContext, op: Operation<K>) => {
+    const run: (context: OperationContext, op: Operation<K>) => Promise<ResultOf<K>> = runners[op.kind];
+    return run(context, op);
   };
 }
 
-async function terminate(context: OperationContext, op: Operation): Promise<TerminateResult> {
-  const { reason } = op.payload as { reason: string | null };
+async function terminate(context: OperationContext, op: Operation<'terminate'>): Promise<TerminateResult> {
+  const { reason } = op.payload;
   const closedAt = new Date().toISOString();
-  await context.commit(
-    { patch: { status: 'closed', closed_at: closedAt, close_reason: reason } },
-    { type: 'CLOSED', closedAt, reason },
-  );
+  await context.commit(closed(closedAt, reason));
   return { id: context.entry.session.id, status: 'closed', closed_at: closedAt, reason };
 }
 
-/**
- * Stores the agent's inactivity warning or final message. A warning marks the session warned; a final
- * message closes it with reason `inactivity` when the agent says so. Inactivity is not activity: the
- * expiry deadline stays where the last real message put it.
- */
-async function inactivity(
-  deps: OperationDeps,
-  context: OperationContext,
-  op: Operation,
-): Promise<InactivityResult> {
-  const { step, messageId } = op.payload as InactivityPayload;
-  const { session } = context.entry;
-  const { agent } = agentOf(deps, session.agent_id);
-  const closes = step === 'final' && agent.inactivity.close_on_final;
-  const limit = agent.limits.messages_per_session;
-  // A closing message is let past the limit: a full conversation must still be closable this way.
-  if (!closes && session.messages_count + 1 > limit) {
-    throw new AppError('session_message_limit_reached', undefined, {
-      context: { limit, messages_count: session.messages_count },
-    });
-  }
-  const at = new Date().toISOString();
-  const text = step === 'warning' ? agent.inactivity.warning_message : agent.inactivity.final_message;
-  const message = { id: messageId, role: 'assistant' as const, content: [{ type: 'text' as const, text }] };
-  const result = await context.commit(
-    {
-      at,
-      messages: [{ ...message, metadata: null, turn_id: op.id }],
-      patch: {
-        last_message_at: at,
-        ...(closes ? { status: 'closed' as const, closed_at: at, close_reason: 'inactivity' } : {}),
-      },
-    },
-    closes ? { type: 'CLOSED', closedAt: at, reason: 'inactivity' } : { type: 'WARNED' },
-  );
-  session.messages_count = result.messages_count;
-  const stored = result.messages[0];
+/** What terminating a session that is closed already answers: its first closing; null while it is open. */
+export function closedAnswer(sessionId: string, snapshot: SessionSnapshot): TerminateResult | null {
+  if (!snapshot.matches('closed')) return null;
   return {
-    step,
-    message: stored ? publicMessage(stored) : { ...message, created_at: at, metadata: null },
-    conversation_status: closes ? 'closed' : 'active',
+    id: sessionId,
+    status: 'closed',
+    closed_at: snapshot.context.closedAt ?? '',
+    reason: snapshot.context.closeReason,
   };
 }

@@ -1,12 +1,11 @@
-// The session operations the HTTP families call: create, read, send, run, terminate. It checks what a
-// request refers to (agent, user, files), then hands the work to the session's actor through the host.
-import { createHash } from 'node:crypto';
+// The session operations the HTTP families call: create, read, send, run, inactivity, terminate. It checks
+// what a request refers to (agent, user, files), then hands the work to the session's actor through the host.
 import type { Catalogue } from '../agents/catalogue.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { SHARD_COUNT, shardOf } from '../cluster/shard.ts';
-import { AppError, shardMoving, ValidationError } from '../errors.ts';
+import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { initialPersistedSnapshot, type SessionStatus, sessionMachine } from '../machines/session.ts';
+import { initialPersistedSnapshot, type SessionStatus } from '../machines/session.ts';
 import {
   type ContentBlock,
   type JsonObject,
@@ -16,9 +15,13 @@ import {
   type Store,
   type User,
 } from '../store/store.ts';
-import type { InactivityPayload, InactivityResult, TerminateResult } from './operations.ts';
-import { type SessionEntry, type SessionHost, statusError, type TurnObserver } from './session-host.ts';
-import { earlierAttempt, type SendPayload, type TurnResult } from './turn.ts';
+import { fingerprintOf, lookUpKey } from './idempotency.ts';
+import type { InactivityResult } from './inactivity.ts';
+import type { TurnObserver } from './operation-context.ts';
+import { closedAnswer, type TerminateResult } from './operations.ts';
+import type { SessionEntry } from './resident-actors.ts';
+import { type SessionHost, statusError } from './session-host.ts';
+import { replayOf, type TurnResult } from './turn.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
@@ -39,22 +42,6 @@ export type SendResult = TurnResult & { session_status: SessionStatus };
 
 /** Who may touch a session beyond its tenant (the API key's agent scope, the token's conversation). */
 export type Authorize = (session: SessionRecord) => void;
-
-/** JSON with sorted keys, so that equal bodies have equal fingerprints whatever their key order. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-export function fingerprintOf(operation: string, body: unknown): string {
-  return createHash('sha256').update(operation).update('\n').update(canonicalJson(body)).digest('hex');
-}
 
 export interface SessionServiceOptions {
   store: Store;
@@ -95,7 +82,7 @@ export class SessionService {
           context: fields.context ?? {},
           metadata: fields.metadata ?? {},
           expires_at: new Date(expiresAt).toISOString(),
-          snapshot: initialPersistedSnapshot(sessionMachine, { sessionId: id, expiresAt }),
+          snapshot: initialPersistedSnapshot({ sessionId: id, expiresAt }),
         },
         fence,
       );
@@ -149,20 +136,35 @@ export class SessionService {
     },
   ): Promise<SendResult> {
     const entry = await this.#entry(tenantId, sessionId, options.authorize);
-    const fingerprint = options.key === undefined ? undefined : fingerprintOf(options.operation, message);
+    const { key } = options;
+    const lookup =
+      key === undefined
+        ? undefined
+        : await lookUpKey(this.#o.store, entry, {
+            key,
+            fingerprint: fingerprintOf(options.operation, message),
+          });
     // A finished attempt is replayed whatever the session's status is now.
-    const earlier = await earlierAttempt(this.#o.store, sessionId, options.key, fingerprint);
-    if (earlier && 'replayed' in earlier) return { ...earlier, session_status: this.#o.host.status(entry) };
+    if (lookup?.attempt.state === 'finished') {
+      return { ...replayOf(lookup.attempt), session_status: this.#o.host.status(entry) };
+    }
     const content = await this.#content(tenantId, message.content, ['body', 'content'], {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
-    const payload: SendPayload = {
-      messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
-      reply: message.role === 'user',
-      replyId: newId('msg'),
-    };
-    const op = { id: newId('turn'), kind: 'send' as const, key: options.key, fingerprint, payload };
-    const result = (await this.#o.host.submit(entry, op, options.observer)) as TurnResult;
+    const result = await this.#o.host.submit(
+      entry,
+      {
+        id: newId('turn'),
+        kind: 'send',
+        payload: {
+          messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
+          reply: message.role === 'user',
+          replyId: newId('msg'),
+        },
+        ...(lookup ? { idempotency: lookup } : {}),
+      },
+      options.observer,
+    );
     return { ...result, session_status: this.#o.host.status(entry) };
   }
 
@@ -195,12 +197,11 @@ export class SessionService {
     );
     const session = await this.createSession(tenantId, agentId, fields);
     const entry = await this.#entry(tenantId, session.id, () => {});
-    const payload: SendPayload = { messages, reply: true, replyId: newId('msg') };
-    const result = (await this.#o.host.submit(entry, {
+    const result = await this.#o.host.submit(entry, {
       id: newId('turn'),
       kind: 'send',
-      payload,
-    })) as TurnResult;
+      payload: { messages, reply: true, replyId: newId('msg') },
+    });
     return { ...result, session_id: session.id };
   }
 
@@ -221,12 +222,11 @@ export class SessionService {
     authorize: Authorize,
   ): Promise<InactivityResult> {
     const entry = await this.#entry(tenantId, sessionId, authorize);
-    const payload: InactivityPayload = { step, messageId: newId('msg') };
-    return (await this.#o.host.submit(entry, {
+    return this.#o.host.submit(entry, {
       id: newId('turn'),
       kind: 'inactivity',
-      payload,
-    })) as InactivityResult;
+      payload: { step, messageId: newId('msg') },
+    });
   }
 
   /** Closes the session; a second call answers with the first closing. */
@@ -237,24 +237,11 @@ export class SessionService {
     authorize: Authorize,
   ): Promise<TerminateResult> {
     const entry = await this.#entry(tenantId, sessionId, authorize);
-    const closed = (): TerminateResult | null => {
-      const snapshot = entry.actor.getSnapshot();
-      if (!snapshot.matches('closed')) return null;
-      return {
-        id: sessionId,
-        status: 'closed',
-        closed_at: snapshot.context.closedAt ?? '',
-        reason: snapshot.context.closeReason,
-      };
-    };
+    const closed = () => closedAnswer(sessionId, entry.actor.getSnapshot());
     const already = closed();
     if (already) return already;
     try {
-      return (await this.#o.host.submit(entry, {
-        id: newId('turn'),
-        kind: 'terminate',
-        payload: { reason },
-      })) as TerminateResult;
+      return await this.#o.host.submit(entry, { id: newId('turn'), kind: 'terminate', payload: { reason } });
     } catch (err) {
       // Two terminates raced: the one behind finds the session closed, which is the answer it wanted.
       const answer = err instanceof AppError && err.code === 'session_closed' ? closed() : null;
@@ -328,6 +315,3 @@ export class SessionService {
     );
   }
 }
-
-const sessionNotFound = (id: string) =>
-  new AppError('session_not_found', undefined, { context: { session_id: id } });

@@ -1,35 +1,19 @@
-// A turn: the user's messages are stored (with the Idempotency-Key's record), the model answers, its reply is
-// stored (with the answer to replay). Two commits, so that a failed model call or a crash keeps what the user
-// sent and a retry under the key produces only the reply. An authored assistant message is itself the answer.
+// A turn (the send operation): the user's messages are stored (with the Idempotency-Key's record), the model
+// answers, its reply is stored (with the answer to replay). Two commits, so that a failed model call or a
+// crash keeps what the user sent and a retry under the key produces only the reply. An authored assistant
+// message is itself the answer.
 import { callModel } from '../agents/call-model.ts';
-import type { AgentConfig, Catalogue } from '../agents/catalogue.ts';
+import type { AgentConfig } from '../agents/catalogue.ts';
 import { toModelMessages } from '../agents/model-messages.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { ModelReply, Provider, Usage } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
-import type { Operation } from '../machines/session.ts';
 import type { ContentBlock, JsonObject, MessageRecord, Store } from '../store/store.ts';
-import type { ActorMetrics } from './actor-metrics.ts';
-import type { OperationContext, SessionChange, SessionEntry } from './session-host.ts';
-
-/** Idempotency-Keys are remembered for 24 h from their first use (DESIGN.md §5). */
-export const IDEMPOTENCY_RETENTION_MS = 24 * 3600 * 1000;
-
-export interface PublicMessage {
-  id: string;
-  role: 'user' | 'assistant';
-  content: ContentBlock[];
-  created_at: string;
-  metadata: JsonObject | null;
-}
-
-export const publicMessage = (m: MessageRecord): PublicMessage => ({
-  id: m.id,
-  role: m.role,
-  content: m.content,
-  created_at: m.created_at,
-  metadata: m.metadata,
-});
+import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idempotency.ts';
+import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
+import { type PublicMessage, publicMessage } from './public-message.ts';
+import type { SessionEntry } from './resident-actors.ts';
+import { activity } from './session-changes.ts';
 
 export interface SendPayload {
   messages: {
@@ -52,62 +36,33 @@ export interface TurnResult {
   replayed: boolean;
 }
 
-export interface OperationDeps {
-  store: Store;
-  catalogue: Catalogue;
-  providers: ReadonlyMap<string, Provider>;
-  metrics: ActorMetrics;
-}
+/** The answer of an earlier attempt that finished, replayed. */
+export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>): TurnResult => ({
+  turn_id: attempt.turn_id,
+  agent_message: attempt.agent_message,
+  usage: null,
+  replayed: true,
+});
 
-/**
- * What an earlier use of this Idempotency-Key left: its answer to replay, the turn it began and did not
- * finish, or nothing (no key, or never used, or retention passed). Another request under the key: 409.
- */
-export async function earlierAttempt(
-  store: Store,
-  sessionId: string,
-  key: string | undefined,
-  fingerprint: string | undefined,
-): Promise<TurnResult | { turn_id: string } | null> {
-  if (key === undefined) return null;
-  const record = await store.getIdempotencyRecord(sessionId, key);
-  if (!record || Date.parse(record.expires_at) <= Date.now()) return null;
-  if (record.fingerprint !== fingerprint) {
-    throw new AppError('idempotency_key_reused', undefined, { context: { idempotency_key: key } });
-  }
-  if (record.status_code === null) return { turn_id: record.turn_id };
-  const stored = record.response as { agent_message: PublicMessage };
-  return { turn_id: record.turn_id, agent_message: stored.agent_message, usage: null, replayed: true };
-}
-
-export function agentOf(deps: OperationDeps, agentId: string) {
-  const agent = deps.catalogue.get(agentId);
-  const provider = deps.providers.get(agentId);
-  if (!agent || !provider)
-    throw new AppError('agent_not_found', undefined, { context: { agent_id: agentId } });
-  return { agent, provider };
-}
-
-/** Runs a send operation (send-message and run) and returns the agent's reply. */
+/** Runs a send (send-message and run) and returns the agent's reply. */
 export async function runTurn(
   deps: OperationDeps,
   context: OperationContext,
-  op: Operation,
+  op: OperationOf<SendPayload>,
 ): Promise<TurnResult> {
   const { store, metrics } = deps;
   const { session } = context.entry;
-  const payload = op.payload as SendPayload;
+  const { payload, idempotency } = op;
   const { agent, provider } = agentOf(deps, session.agent_id);
   const started = performance.now();
   const ttlMs = agent.session_ttl * 1000;
-  const lifetime = (at: string) => new Date(Date.parse(at) + ttlMs).toISOString();
   let turnId = op.id;
   /** The turn's messages once stored; null while they are not. */
   let stored: MessageRecord[] | null = null;
 
-  const earlier = await earlierAttempt(store, session.id, op.key, op.fingerprint);
-  if (earlier && 'replayed' in earlier) return earlier;
-  if (earlier) {
+  const earlier = idempotency ? (await currentLookup(store, context.entry, idempotency)).attempt : null;
+  if (earlier?.state === 'finished') return replayOf(earlier);
+  if (earlier?.state === 'started') {
     // The first attempt stored its messages and then failed or died: produce the missing reply only.
     turnId = earlier.turn_id;
     stored = await store.turnMessages(session.id, turnId);
@@ -123,31 +78,16 @@ export async function runTurn(
     }
     const at = new Date().toISOString();
     const authored = payload.reply ? undefined : payload.messages.at(-1);
-    const result = await context.commit(
-      {
-        at,
-        messages: payload.messages.map((m) => ({ ...m, turn_id: turnId })),
-        patch: { last_message_at: at, expires_at: lifetime(at) },
-        ...(op.key !== undefined && op.fingerprint !== undefined
-          ? {
-              idempotency: {
-                key: op.key,
-                fingerprint: op.fingerprint,
-                turn_id: turnId,
-                user_message_id: payload.messages.find((m) => m.role === 'user')?.id ?? null,
-                expires_at: new Date(Date.now() + IDEMPOTENCY_RETENTION_MS).toISOString(),
-              },
-            }
-          : {}),
-        ...(authored ? response(op, { ...authored, created_at: at }) : {}),
-      },
-      activity(
-        at,
-        ttlMs,
-        payload.messages.some((m) => m.role === 'user'),
-      ),
-    );
-    session.messages_count = result.messages_count;
+    const userMessageId = payload.messages.find((m) => m.role === 'user')?.id ?? null;
+    const result = await context.commit({
+      at,
+      messages: payload.messages.map((m) => ({ ...m, turn_id: turnId })),
+      ...activity(at, ttlMs, userMessageId !== null),
+      ...(idempotency ? { idempotency: keyRecord(idempotency, turnId, userMessageId) } : {}),
+      ...(idempotency && authored
+        ? { idempotencyResponse: keyAnswer(idempotency, { ...authored, created_at: at }) }
+        : {}),
+    });
     stored = result.messages;
     const last = stored.at(-1);
     if (authored && last) {
@@ -168,24 +108,20 @@ export async function runTurn(
     created_at: at,
     metadata: null,
   };
-  const result = await context.commit(
-    {
-      at,
-      messages: [
-        {
-          id: agentMessage.id,
-          role: 'assistant',
-          content: agentMessage.content,
-          metadata: null,
-          turn_id: turnId,
-        },
-      ],
-      patch: { last_message_at: at, expires_at: lifetime(at) },
-      ...response(op, agentMessage),
-    },
-    activity(at, ttlMs, false),
-  );
-  session.messages_count = result.messages_count;
+  await context.commit({
+    at,
+    messages: [
+      {
+        id: agentMessage.id,
+        role: 'assistant',
+        content: agentMessage.content,
+        metadata: null,
+        turn_id: turnId,
+      },
+    ],
+    ...activity(at, ttlMs, false),
+    ...(idempotency ? { idempotencyResponse: keyAnswer(idempotency, agentMessage) } : {}),
+  });
   metrics.turns.inc({ outcome: 'replied' });
   metrics.turnDuration.observe((performance.now() - started) / 1000);
   return { turn_id: turnId, agent_message: agentMessage, usage: reply.usage, replayed: false };
@@ -235,13 +171,3 @@ async function recentHistory(store: Store, entry: SessionEntry, limit: number): 
   if (entry.history.length > limit) entry.history.splice(0, entry.history.length - limit);
   return entry.history;
 }
-
-/** The stored answer of a finished turn, for replays under its Idempotency-Key. */
-function response(op: Operation, agentMessage: PublicMessage): Pick<SessionChange, 'idempotencyResponse'> {
-  return op.key === undefined
-    ? {}
-    : { idempotencyResponse: { key: op.key, status_code: 201, response: { agent_message: agentMessage } } };
-}
-
-const activity = (at: string, ttlMs: number, byUser: boolean) =>
-  ({ type: 'ACTIVITY', expiresAt: Date.parse(at) + ttlMs, byUser }) as const;

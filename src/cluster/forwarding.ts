@@ -1,6 +1,7 @@
 // Request routing between processes: any process accepts any request; one for a session whose shard
 // another process owns is forwarded there (undici, pooled) before its body is read, and the owner's answer
 // (JSON, a file, an event stream) is relayed as it arrives. A client that goes away aborts the forward.
+// Which routes act on a session is what each declares in its Fastify config (http/route-config.ts).
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';
@@ -14,13 +15,6 @@ import { SHARD_COUNT, shardOf } from './shard.ts';
 
 export const HOP_HEADER = 'x-parley-hop';
 export const NODE_HEADER = 'x-parley-node';
-
-/** Routes that create a session: served where they arrive, with an id in a shard this process owns. */
-const creationRoutes = new Set([
-  '/v1/agents/:agent_id/sessions',
-  '/v1/agents/:agent_id/run',
-  '/v1/agents/:agent_id/conversations',
-]);
 
 /** How long a request waits for a shard without an owner before 503 (DESIGN.md §10). */
 const OWNER_WAIT_MS = 2000;
@@ -86,18 +80,16 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
 
 /** The shard a request must be served in, or null when any process can serve it. */
 function shardOfRequest(request: FastifyRequest, coordinator: Coordinator): number | null {
+  const { session, createsSession } = request.routeOptions.config;
   const params = request.params;
-  if (params && typeof params === 'object') {
-    const id =
-      ('session_id' in params && params.session_id) ||
-      ('conversation_id' in params && params.conversation_id);
+  if (session && params && typeof params === 'object') {
+    const id: unknown = Reflect.get(params, session);
     if (typeof id === 'string' && id !== '') return shardOf(id);
   }
-  const url = request.routeOptions.url;
-  if (url && creationRoutes.has(url) && coordinator.servedShards().length === 0) {
-    // This process owns no shard yet (just started, or draining): any owner can create the session.
+  // A route that creates a session is served where it arrives, with an id in a shard this process owns;
+  // one that owns no shard yet (just started, or draining) passes it to a process that does.
+  if (createsSession && coordinator.servedShards().length === 0)
     return Math.floor(Math.random() * SHARD_COUNT);
-  }
   return null;
 }
 

@@ -1,6 +1,7 @@
 // Shard ownership across processes (DESIGN.md §10): membership keys with a TTL, rendezvous hashing of the
 // 1,024 shards over live members, leases taken with SET NX PX and renewed by an atomic script, epochs
-// issued by the database, and self-fencing on a monotonic clock before a lease can expire in Redis.
+// issued by the database, and self-fencing on a monotonic clock before a lease can expire in Redis. This
+// module holds the leases and decides, round by round; redis-leases.ts holds the keys and the commands.
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
@@ -8,49 +9,26 @@ import { customAlphabet } from 'nanoid';
 import type { Fence, Store } from '../store/store.ts';
 import type { ClusterMetrics } from './cluster-metrics.ts';
 import type { Coordinator, Route, ShardHandler } from './coordinator.ts';
+import {
+  CHANNEL,
+  leaseValue,
+  leaveMembership,
+  readMemberUrl,
+  readOwner,
+  readView,
+  releaseLeases,
+  renewAll,
+  swapLeases,
+  takeFree,
+} from './redis-leases.ts';
 import { desiredOwner } from './rendezvous.ts';
 import { SHARD_COUNT } from './shard.ts';
-
-const PREFIX = 'parley:';
-const CHANNEL = `${PREFIX}cluster`;
-const memberKey = (node: string) => `${PREFIX}member:${node}`;
-const shardKey = (shard: number) => `${PREFIX}shard:${shard}`;
-const SHARD_KEYS = Array.from({ length: SHARD_COUNT }, (_, i) => shardKey(i));
 
 /**
  * Most shards one process hands over in one round, so that moves stay gradual while turns finish. Free
  * shards are taken all at once: a dead owner's sessions must come back quickly.
  */
 const HANDOVERS_PER_ROUND = 128;
-
-// KEYS: shard keys; ARGV[1]: TTL in ms; ARGV[i + 1]: this process's value for KEYS[i]. A key Redis no
-// longer has (a restart) is taken back: the database still fences it with our epoch.
-const RENEW = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  local v = redis.call('GET', key)
-  if v == ARGV[i + 1] then redis.call('PEXPIRE', key, ARGV[1]); out[i] = 1
-  elseif not v then redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[1]); out[i] = 1
-  else out[i] = 0 end
-end
-return out`;
-
-// KEYS: shard keys; ARGV[1]: TTL in ms; ARGV[2i], ARGV[2i + 1]: expected and new value of KEYS[i].
-const SWAP = `
-local out = {}
-for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[2 * i] then
-    redis.call('SET', key, ARGV[2 * i + 1], 'PX', ARGV[1]); out[i] = 1
-  else out[i] = 0 end
-end
-return out`;
-
-// KEYS: shard keys; ARGV[i]: this process's value for KEYS[i]. Deletes only what is still ours.
-const RELEASE = `
-for i, key in ipairs(KEYS) do
-  if redis.call('GET', key) == ARGV[i] then redis.call('DEL', key) end
-end
-return 1`;
 
 interface Lease {
   epoch: number;
@@ -143,7 +121,7 @@ export class RedisCoordinator implements Coordinator {
     if (this.#draining || this.#stopped) return;
     this.#draining = true;
     // Peers stop counting this process at once and take each shard as soon as it is released.
-    await this.#redis.del(memberKey(this.nodeId)).catch(() => {});
+    await leaveMembership(this.#redis, this.nodeId).catch(() => {});
     await this.#nudge();
     for (;;) {
       // A round already past its draining check may still be acquiring leases; they are handed over too.
@@ -169,14 +147,12 @@ export class RedisCoordinator implements Coordinator {
     this.#o.metrics.ownedShards.set(0);
     await Promise.allSettled([
       held.length > 0
-        ? this.#redis.eval(
-            RELEASE,
-            held.length,
-            ...held.map(([s]) => shardKey(s)),
-            ...held.map(([, l]) => l.value),
+        ? releaseLeases(
+            this.#redis,
+            held.map(([s, l]) => [s, l.value]),
           )
         : null,
-      this.#redis.del(memberKey(this.nodeId)),
+      leaveMembership(this.#redis, this.nodeId),
     ]);
     await this.#nudge();
     this.#sub.disconnect();
@@ -212,12 +188,11 @@ export class RedisCoordinator implements Coordinator {
   async refresh(shard: number): Promise<Route> {
     if (this.#leases.has(shard)) return this.route(shard);
     try {
-      const value = await this.#redis.get(shardKey(shard));
-      const owner = value ? (value.split('|')[0] ?? null) : null;
+      const owner = await readOwner(this.#redis, shard);
       this.#owners[shard] = owner;
       if (owner && !this.#members.has(owner)) {
-        const member = await this.#redis.get(memberKey(owner));
-        if (member) this.#members.set(owner, parseMember(member).url);
+        const url = await readMemberUrl(this.#redis, owner);
+        if (url !== null) this.#members.set(owner, url);
       }
     } catch {
       // Redis is away: answer from what we knew.
@@ -280,7 +255,7 @@ export class RedisCoordinator implements Coordinator {
   async #round(): Promise<void> {
     await this.#renew();
     for (const shard of [...this.#leases.keys()]) this.#valid(shard);
-    const view = await this.#readView().catch((err) => {
+    const view = await readView(this.#redis, this.nodeId, this.#renewMs).catch((err) => {
       this.#o.log.warn({ err }, 'cannot read the cluster from Redis');
       return null;
     });
@@ -295,82 +270,24 @@ export class RedisCoordinator implements Coordinator {
   async #renew(): Promise<void> {
     const held = [...this.#leases];
     const sent = performance.now();
-    const pipeline = this.#redis.pipeline();
-    if (!this.#draining) {
-      pipeline.set(
-        memberKey(this.nodeId),
-        JSON.stringify({ url: this.#o.nodeUrl, boot: this.nodeId }),
-        'PX',
-        this.#o.leaseMs,
-      );
-    }
-    if (held.length > 0) {
-      pipeline.eval(
-        RENEW,
-        held.length,
-        ...held.map(([s]) => shardKey(s)),
-        this.#o.leaseMs,
-        ...held.map(([, l]) => l.value),
-      );
-    }
-    let results: Array<[Error | null, unknown]> | null;
-    try {
-      results = await pipeline.exec();
-    } catch {
-      return;
-    }
-    if (results?.length && results.every(([err]) => err === null)) this.#lastContact = performance.now();
-    const renewed = results?.at(-1);
-    if (held.length === 0 || !renewed || renewed[0] || !Array.isArray(renewed[1])) return;
-    const flags = renewed[1] as number[];
+    const { answered, renewed } = await renewAll(
+      this.#redis,
+      this.nodeId,
+      this.#draining ? null : this.#o.nodeUrl,
+      this.#o.leaseMs,
+      held.map(([s, l]) => [s, l.value]),
+    );
+    if (answered) this.#lastContact = performance.now();
+    if (renewed === null) return;
     const taken: number[] = [];
     const validUntil = sent + this.#o.leaseMs * 0.7;
     held.forEach(([shard, lease], i) => {
       if (this.#leases.get(shard) !== lease) return;
-      if (flags[i] === 1) lease.validUntil = validUntil;
+      if (renewed[i]) lease.validUntil = validUntil;
       else taken.push(shard);
     });
     this.#o.metrics.leaseRenewals.inc(held.length - taken.length);
     if (taken.length > 0) this.#lose(taken, 'taken');
-  }
-
-  async #readView(): Promise<{
-    owners: Array<string | null>;
-    members: Map<string, string>;
-    /** Milliseconds until the earliest membership of another process lapses unrenewed, if one will soon. */
-    nextLapse: number | null;
-  }> {
-    const memberKeys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, keys] = await this.#redis.scan(cursor, 'MATCH', memberKey('*'), 'COUNT', 1000);
-      cursor = next;
-      memberKeys.push(...keys);
-    } while (cursor !== '0');
-    const pipeline = this.#redis.pipeline().mget(SHARD_KEYS);
-    if (memberKeys.length > 0) pipeline.mget(memberKeys);
-    for (const key of memberKeys) pipeline.pttl(key);
-    const results = (await pipeline.exec()) ?? [];
-    const [shardValues, values, ...ttls] = results.map(([err, value]) => {
-      if (err) throw err;
-      return value;
-    });
-    const members = new Map<string, string>();
-    let nextLapse: number | null = null;
-    memberKeys.forEach((key, i) => {
-      const value = Array.isArray(values) ? values[i] : null;
-      const node = key.slice(memberKey('').length);
-      if (typeof value === 'string') members.set(node, parseMember(value).url);
-      // A live member renews every fifth of the TTL, so its key never gets this close to lapsing.
-      const ttl = ttls[i];
-      if (node !== this.nodeId && typeof ttl === 'number' && ttl >= 0 && ttl < this.#renewMs) {
-        nextLapse = Math.min(nextLapse ?? ttl, ttl);
-      }
-    });
-    const owners = (Array.isArray(shardValues) ? shardValues : []).map((v) =>
-      typeof v === 'string' ? (v.split('|')[0] ?? null) : null,
-    );
-    return { owners, members, nextLapse };
   }
 
   /**
@@ -402,35 +319,30 @@ export class RedisCoordinator implements Coordinator {
   /** SET NX each lease, then the database issues the epochs that fence the previous owners out. */
   async #acquire(shards: number[]): Promise<void> {
     const sent = performance.now();
-    const pending = `${this.nodeId}|0`;
-    const pipeline = this.#redis.pipeline();
-    for (const shard of shards) pipeline.set(shardKey(shard), pending, 'PX', this.#o.leaseMs, 'NX');
-    const results = (await pipeline.exec()) ?? [];
-    const won = shards.filter((_, i) => results[i]?.[1] === 'OK');
+    const pending = leaseValue(this.nodeId, 0);
+    const won = await takeFree(this.#redis, shards, pending, this.#o.leaseMs);
     if (won.length === 0) return;
     let epochs: Map<number, number>;
     try {
       epochs = await this.#o.store.claimShards(this.nodeId, won);
     } catch (err) {
-      await this.#redis
-        .eval(RELEASE, won.length, ...won.map(shardKey), ...won.map(() => pending))
-        .catch(() => {});
+      await releaseLeases(
+        this.#redis,
+        won.map((s) => [s, pending]),
+      ).catch(() => {});
       throw err;
     }
-    const values = won.map((s) => `${this.nodeId}|${epochs.get(s)}`);
-    const swapped = (await this.#redis.eval(
-      SWAP,
-      won.length,
-      ...won.map(shardKey),
+    const swapped = await swapLeases(
+      this.#redis,
+      won.map((s) => [s, pending, `${this.nodeId}|${epochs.get(s)}`]),
       this.#o.leaseMs,
-      ...won.flatMap((_, i) => [pending, values[i] ?? '']),
-    )) as number[];
+    );
     won.forEach((shard, i) => {
       const epoch = epochs.get(shard);
-      if (swapped[i] !== 1 || epoch === undefined) return;
+      if (!swapped[i] || epoch === undefined) return;
       this.#leases.set(shard, {
         epoch,
-        value: `${this.nodeId}|${epoch}`,
+        value: leaseValue(this.nodeId, epoch),
         validUntil: sent + this.#o.leaseMs * 0.7,
         releasing: false,
       });
@@ -461,22 +373,13 @@ export class RedisCoordinator implements Coordinator {
     }
     this.#o.metrics.ownedShards.set(this.#leases.size);
     if (mine.length > 0) {
-      await this.#redis
-        .eval(RELEASE, mine.length, ...mine.map(([s]) => shardKey(s)), ...mine.map(([, l]) => l.value))
-        .catch((err) => this.#o.log.warn({ err }, 'could not delete released leases; they lapse'));
+      await releaseLeases(
+        this.#redis,
+        mine.map(([s, l]) => [s, l.value]),
+      ).catch((err) => this.#o.log.warn({ err }, 'could not delete released leases; they lapse'));
     }
     await this.#nudge();
     // The next batch follows at once rather than at the next renewal.
     void this.#tick();
   }
-}
-
-function parseMember(value: string): { url: string } {
-  try {
-    const parsed: unknown = JSON.parse(value);
-    if (parsed && typeof parsed === 'object' && 'url' in parsed && typeof parsed.url === 'string') {
-      return { url: parsed.url };
-    }
-  } catch {}
-  return { url: '' };
 }

@@ -4,46 +4,18 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import type { SessionTokens } from '../auth/session-tokens.ts';
-import { AppError } from '../errors.ts';
-import type { SessionRecord } from '../store/store.ts';
+import { asConversationError } from '../errors.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import { authErrors, errorEnvelope, timestamp } from './schemas.ts';
-import { sessionCreate, sessionSchema } from './session-schemas.ts';
-
-/** The conversation record: what a front-end may see of a session (no metadata, context or user). */
-export const conversationSchema = sessionSchema
-  .pick({
-    id: true,
-    agent_id: true,
-    status: true,
-    created_at: true,
-    updated_at: true,
-    closed_at: true,
-    close_reason: true,
-    messages_count: true,
-    last_message_at: true,
-  })
-  .meta({ id: 'Conversation' });
-
-export const toConversation = (s: SessionRecord): z.infer<typeof conversationSchema> => ({
-  id: s.id,
-  agent_id: s.agent_id,
-  status: s.status,
-  created_at: s.created_at,
-  updated_at: s.updated_at,
-  closed_at: s.closed_at,
-  close_reason: s.close_reason,
-  messages_count: s.messages_count,
-  last_message_at: s.last_message_at,
-});
-
-/** The path of every route addressed to one conversation. */
-export const conversationParams = z.object({ conversation_id: z.string() });
-
-const sessionToken = {
-  session_token: z.string().meta({ description: 'Send as Authorization: Bearer <session_token>' }),
-  expires_at: timestamp.meta({ description: 'When the token stops being accepted' }),
-};
+import {
+  conversationParams,
+  conversationStart,
+  sessionTokenSchema,
+  toConversation,
+} from './conversation-schemas.ts';
+import { createsSession, onConversation } from './route-config.ts';
+import { authErrors, errorEnvelope } from './schemas.ts';
+import { sessionCreate } from './session-schemas.ts';
+import { keySession } from './session-target.ts';
 
 export const conversationsRoutes: FastifyPluginAsyncZod<{
   sessions: SessionService;
@@ -52,18 +24,13 @@ export const conversationsRoutes: FastifyPluginAsyncZod<{
   app.post(
     '/v1/agents/:agent_id/conversations',
     {
+      config: createsSession,
       schema: {
         tags: ['conversations'],
         summary: 'Start a conversation and mint its first session token',
         params: z.object({ agent_id: z.string() }),
         body: sessionCreate,
-        response: {
-          201: z
-            .object({ conversation: conversationSchema, ...sessionToken })
-            .meta({ id: 'ConversationStart' }),
-          503: errorEnvelope,
-          ...authErrors,
-        },
+        response: { 201: conversationStart, 503: errorEnvelope, ...authErrors },
       },
     },
     async (request, reply) => {
@@ -82,33 +49,20 @@ export const conversationsRoutes: FastifyPluginAsyncZod<{
   app.post(
     '/v1/agents/conversations/:conversation_id/token',
     {
+      config: onConversation,
       schema: {
         tags: ['conversations'],
         summary: 'Mint a fresh session token (earlier ones stay valid until they expire)',
         params: conversationParams,
-        response: { 200: z.object(sessionToken).meta({ id: 'SessionToken' }), ...authErrors },
+        response: { 200: sessionTokenSchema, ...authErrors },
       },
     },
     async (request) => {
-      const { conversation_id } = request.params;
-      const tenantId = tenantOf(request);
-      const session = await sessions
-        .getSession(tenantId, conversation_id, (s) => assertAgentAllowed(request, s.agent_id))
-        .catch((err) => {
-          throw asConversationError(err, conversation_id);
-        });
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.conversation_id);
+      const session = await sessions.getSession(tenantId, sessionId, authorize).catch((err) => {
+        throw asConversationError(err, sessionId);
+      });
       return tokens.mint({ conversationId: session.id, tenantId, agentId: session.agent_id });
     },
   );
 };
-
-/** A session error reported in the words of the conversation family (`conversation_not_found`). */
-export function asConversationError<E>(err: E, conversationId: string): E | AppError {
-  if (err instanceof AppError && err.code === 'session_not_found') {
-    return new AppError('conversation_not_found', undefined, {
-      context: { conversation_id: conversationId },
-      cause: err,
-    });
-  }
-  return err;
-}

@@ -124,10 +124,3 @@ export function frameworkErrorHandler(error: FastifyError, request: FastifyReque
   const code: ErrorCode = error.statusCode === 404 ? 'not_found' : 'bad_request';
   return sendError(reply, new AppError(code, `${errorCatalogue[code].message} ${error.message}`));
 }
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Byte limit of this route's upload, reported in a 413's context. */
-    uploadLimitBytes?: number;
-  }
-}

@@ -6,31 +6,10 @@ import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { JsonObject, Store } from '../store/store.ts';
 import { tenantOf } from './api-key-auth.ts';
-import {
-  authErrors,
-  dateTimeQuery,
-  errorEnvelope,
-  metadataSchema,
-  pageOf,
-  pageQuery,
-  timestamp,
-} from './schemas.ts';
+import { fileParams, fileSchema } from './file-schemas.ts';
+import { authErrors, dateTimeQuery, errorEnvelope, metadataSchema, pageOf, pageQuery } from './schemas.ts';
 import { checkUpload, fieldPart, filePart, registerUploads, requireMultipart } from './uploads.ts';
 import { toValidationIssues } from './validation.ts';
-
-export const fileSchema = z
-  .object({
-    id: z.string(),
-    name: z.string(),
-    size: z.number().int(),
-    mime_type: z.string(),
-    created_at: timestamp,
-    metadata: z.record(z.string(), z.unknown()),
-    session_id: z.string().nullable().meta({ description: 'The conversation it was uploaded in, if any' }),
-  })
-  .meta({ id: 'File' });
-
-const fileParams = z.object({ file_id: z.string() });
 
 const uploadBody = z.strictObject({
   file: filePart,

@@ -1,5 +1,6 @@
 // Prometheus metrics (prom-client), one registry per app so that several apps in one test process
-// do not collide. Request counts and latency by route and status; later parts add their own metrics.
+// do not collide. Request counts and latency by route and status; the actors (actors/actor-metrics.ts) and
+// the cluster (cluster/cluster-metrics.ts) register theirs on the same registry.
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 

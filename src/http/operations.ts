@@ -2,7 +2,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Coordinator } from '../cluster/coordinator.ts';
-import { AppError } from '../errors.ts';
+import { serviceUnavailable } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { errorEnvelope } from './schemas.ts';
 
@@ -38,23 +38,14 @@ export const operationsRoutes: FastifyPluginAsyncZod<OperationsOptions> = async 
       },
     },
     async () => {
-      if (coordinator.draining) {
-        throw new AppError('service_unavailable', 'The process is draining; send requests elsewhere.', {
-          headers: { 'retry-after': '1' },
-        });
-      }
+      if (coordinator.draining) throw serviceUnavailable('The process is draining; send requests elsewhere.');
       if (!coordinator.connected) {
-        throw new AppError('service_unavailable', 'The process cannot reach Redis to coordinate shards.', {
-          headers: { 'retry-after': '1' },
-        });
+        throw serviceUnavailable('The process cannot reach Redis to coordinate shards.');
       }
       try {
         await store.ping();
       } catch (err) {
-        throw new AppError('service_unavailable', 'The store does not answer.', {
-          headers: { 'retry-after': '1' },
-          cause: err,
-        });
+        throw serviceUnavailable('The store does not answer.', err);
       }
       return { status: 'ready' as const };
     },

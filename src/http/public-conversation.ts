@@ -1,71 +1,26 @@
-// Inside one conversation, with its session token: read its state and messages, send a message, leave
-// feedback, emit the inactivity messages, terminate. Each call is limited to the token's conversation.
+// Inside one conversation, with its session token: read its state and messages, send a message (shared with
+// the server-side family in message-routes.ts), leave feedback, emit the inactivity messages, terminate. Each
+// call is limited to the token's conversation.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
-import { publicMessage } from '../actors/turn.ts';
-import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
-import { conversationParams, conversationSchema, toConversation } from './conversations.ts';
-import { turnErrors } from './messages.ts';
-import { authErrors, errorEnvelope, metadataSchema, pageOf, pageQuery, text, timestamp } from './schemas.ts';
 import {
-  agentReply,
-  idempotencyHeaders,
-  messageRequest,
-  messageSchema,
-  sessionStatus,
-  terminateRequest,
-  terminateResult,
-} from './session-schemas.ts';
-import { tokenOf } from './session-token-auth.ts';
-import { sseResponse, streamTurn } from './turn-stream.ts';
-
-const feedbackRequest = z
-  .strictObject({
-    score: z.number().int().min(0).max(10).meta({ description: 'NPS-style, 0 to 10' }),
-    comment: text().max(2000).nullable().optional(),
-    metadata: metadataSchema.nullable().optional(),
-  })
-  .meta({ id: 'FeedbackCreate' });
-
-const feedbackSchema = z
-  .object({
-    id: z.string(),
-    score: z.number().int(),
-    submitted_at: timestamp,
-    comment: z.string().nullable(),
-  })
-  .meta({ id: 'Feedback' });
-
-const inactivityRequest = z
-  .strictObject({ step: z.enum(['warning', 'final']) })
-  .meta({ id: 'InactivityCreate' });
-
-const inactivityResult = z
-  .object({
-    step: z.enum(['warning', 'final']),
-    message: messageSchema,
-    conversation_status: sessionStatus,
-  })
-  .meta({ id: 'InactivityResult' });
-
-/** An end user must not forge agent turns (DESIGN.md §4). */
-function assertUserRole(role: 'user' | 'assistant') {
-  if (role !== 'user') {
-    throw new AppError(
-      'role_not_allowed',
-      'Through a session token only the user speaks; send role "user".',
-      {
-        context: { role },
-      },
-    );
-  }
-}
-
-/** The token already names the conversation and its tenant; nothing more to authorize. */
-const anyAgent = () => {};
+  conversationParams,
+  conversationSchema,
+  feedbackRequest,
+  feedbackSchema,
+  inactivityRequest,
+  inactivityResult,
+  toConversation,
+} from './conversation-schemas.ts';
+import { messagePage, registerSendRoutes } from './message-routes.ts';
+import { messageSchema } from './message-schemas.ts';
+import { onConversation } from './route-config.ts';
+import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
+import { terminateRequest, terminateResult } from './session-schemas.ts';
+import { tokenSession } from './session-target.ts';
 
 export const publicConversationRoutes: FastifyPluginAsyncZod<{
   store: Store;
@@ -75,6 +30,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
   app.get(
     '/:conversation_id',
     {
+      config: onConversation,
       schema: {
         tags: ['public'],
         summary: 'Read the conversation',
@@ -83,14 +39,15 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) => {
-      const token = tokenOf(request);
-      return toConversation(await sessions.getSession(token.tenantId, token.conversationId, anyAgent));
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      return toConversation(await sessions.getSession(tenantId, sessionId, authorize));
     },
   );
 
   app.get(
     '/:conversation_id/messages',
     {
+      config: onConversation,
       schema: {
         tags: ['public'],
         summary: 'List the messages of the conversation, oldest first',
@@ -99,76 +56,20 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
         response: { 200: pageOf(messageSchema), ...authErrors },
       },
     },
-    async (request) => {
-      const token = tokenOf(request);
-      await sessions.getSession(token.tenantId, token.conversationId, anyAgent);
-      const page = await store.listMessages(token.tenantId, token.conversationId, request.query);
-      if (!page) throw new AppError('session_not_found');
-      return { items: page.items.map(publicMessage), next_offset: page.next_offset };
-    },
+    async (request) => messagePage(store, sessions, tokenSession(request), request.query),
   );
 
-  app.post(
+  registerSendRoutes(
+    app,
     '/:conversation_id/messages',
-    {
-      schema: {
-        tags: ['public'],
-        summary: "Send a message and get the agent's reply",
-        params: conversationParams,
-        headers: idempotencyHeaders,
-        body: messageRequest,
-        response: { 201: agentReply, ...turnErrors, ...authErrors },
-      },
-    },
-    async (request, reply) => {
-      const token = tokenOf(request);
-      assertUserRole(request.body.role);
-      const result = await sessions.send(token.tenantId, token.conversationId, request.body, {
-        authorize: anyAgent,
-        key: request.headers['idempotency-key'],
-        operation: 'plain',
-        ownFilesOnly: true,
-      });
-      if (result.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send({ agent_message: result.agent_message });
-    },
-  );
-
-  app.post(
-    '/:conversation_id/messages/stream',
-    {
-      schema: {
-        tags: ['public'],
-        summary: "Send a message and stream the agent's reply as Server-Sent Events",
-        params: conversationParams,
-        headers: idempotencyHeaders,
-        body: messageRequest,
-        response: { 200: sseResponse, ...turnErrors, ...authErrors },
-      },
-    },
-    async (request, reply) => {
-      const token = tokenOf(request);
-      assertUserRole(request.body.role);
-      return streamTurn(reply, {
-        sessionId: token.conversationId,
-        run: (observer) =>
-          sessions.send(token.tenantId, token.conversationId, request.body, {
-            authorize: anyAgent,
-            key: request.headers['idempotency-key'],
-            operation: 'stream',
-            ownFilesOnly: true,
-            observer,
-          }),
-        turnStart: (turnId) => sessions.turnStart(token.conversationId, turnId),
-        log: request.log,
-        pingMs,
-      });
-    },
+    { tags: ['public'], param: 'conversation_id', target: tokenSession, endUser: true },
+    { sessions, pingMs },
   );
 
   app.post(
     '/:conversation_id/feedback',
     {
+      config: onConversation,
       schema: {
         tags: ['public'],
         summary: 'Leave feedback (one per conversation: a second submission replaces the first)',
@@ -178,11 +79,11 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) => {
-      const token = tokenOf(request);
+      const { tenantId, sessionId, authorize } = tokenSession(request);
       // Feedback is welcome after the conversation ended, so it needs no actor: a row of its own.
-      await sessions.getSession(token.tenantId, token.conversationId, anyAgent);
+      await sessions.getSession(tenantId, sessionId, authorize);
       const { score, comment, metadata } = request.body;
-      const stored = await store.upsertFeedback(token.conversationId, {
+      const stored = await store.upsertFeedback(sessionId, {
         id: newId('fb'),
         score,
         comment: comment ?? null,
@@ -200,6 +101,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
   app.post(
     '/:conversation_id/inactivity',
     {
+      config: onConversation,
       schema: {
         tags: ['public'],
         summary: "Store the agent's inactivity warning or final message (final may close the conversation)",
@@ -209,14 +111,15 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) => {
-      const token = tokenOf(request);
-      return sessions.inactivity(token.tenantId, token.conversationId, request.body.step, anyAgent);
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      return sessions.inactivity(tenantId, sessionId, request.body.step, authorize);
     },
   );
 
   app.post(
     '/:conversation_id/terminate',
     {
+      config: onConversation,
       schema: {
         tags: ['public'],
         summary: 'Close the conversation (idempotent: a second call answers with the first closing)',
@@ -226,8 +129,8 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) => {
-      const token = tokenOf(request);
-      return sessions.terminate(token.tenantId, token.conversationId, request.body.reason ?? null, anyAgent);
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      return sessions.terminate(tenantId, sessionId, request.body.reason ?? null, authorize);
     },
   );
 };

@@ -5,18 +5,13 @@ import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import type { Config } from '../config.ts';
 import { newId } from '../ids.ts';
-import type { Store, StoredFile } from '../store/store.ts';
-import { conversationParams } from './conversations.ts';
-import { fileSchema } from './files.ts';
+import type { Store } from '../store/store.ts';
+import { conversationParams } from './conversation-schemas.ts';
+import { conversationFile, toConversationFile } from './file-schemas.ts';
+import { onConversation } from './route-config.ts';
 import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
-import { tokenOf } from './session-token-auth.ts';
+import { tokenSession } from './session-target.ts';
 import { checkUpload, filePart, registerUploads, requireMultipart } from './uploads.ts';
-
-const conversationFile = fileSchema
-  .omit({ metadata: true, session_id: true })
-  .meta({ id: 'ConversationFile' });
-
-const toConversationFile = ({ metadata: _m, session_id: _s, ...file }: StoredFile) => file;
 
 export const publicFilesRoutes: FastifyPluginAsyncZod<{
   store: Store;
@@ -30,7 +25,7 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
     '/:conversation_id/files',
     {
       onRequest: requireMultipart,
-      config: { uploadLimitBytes },
+      config: { ...onConversation, uploadLimitBytes },
       schema: {
         tags: ['public'],
         summary: 'Upload a file to use in image and file blocks of this conversation',
@@ -47,17 +42,17 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request, reply) => {
-      const token = tokenOf(request);
-      await sessions.activeSession(token.tenantId, token.conversationId, () => {});
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      await sessions.activeSession(tenantId, sessionId, authorize);
       const upload = await checkUpload(request.body.file);
       const file = await store.createFile(
-        token.tenantId,
+        tenantId,
         {
           id: newId('file'),
           name: upload.name,
           mime_type: upload.mime_type,
           metadata: {},
-          session_id: token.conversationId,
+          session_id: sessionId,
         },
         upload.content,
       );
@@ -68,6 +63,7 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
   app.get(
     '/:conversation_id/files',
     {
+      config: onConversation,
       schema: {
         tags: ['public'],
         summary: 'List the files uploaded in this conversation, newest first',
@@ -77,9 +73,9 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) => {
-      const token = tokenOf(request);
-      await sessions.getSession(token.tenantId, token.conversationId, () => {});
-      const page = await store.listFiles(token.tenantId, { session_id: token.conversationId }, request.query);
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      await sessions.getSession(tenantId, sessionId, authorize);
+      const page = await store.listFiles(tenantId, { session_id: sessionId }, request.query);
       return { items: page.items.map(toConversationFile), next_offset: page.next_offset };
     },
   );

@@ -4,9 +4,10 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import { turnErrors } from './messages.ts';
+import { messageRequest, messageSchema, turnErrors } from './message-schemas.ts';
+import { createsSession } from './route-config.ts';
 import { authErrors, metadataSchema } from './schemas.ts';
-import { contextSchema, messageRequest, messageSchema, userLookup } from './session-schemas.ts';
+import { contextSchema, userLookup } from './session-schemas.ts';
 
 const runRequest = z
   .strictObject({
@@ -22,6 +23,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = as
   app.post(
     '/v1/agents/:agent_id/run',
     {
+      config: createsSession,
       schema: {
         tags: ['sessions'],
         summary: 'Run an agent once on 1 to 10 messages',

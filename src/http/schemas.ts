@@ -1,5 +1,6 @@
-// Zod schemas shared by several routes: paging, free-form JSON objects with size and depth limits,
-// the error envelope and the 422 body. Route files hold the schemas of their own resources.
+// Zod schemas shared by every resource: paging, free-form JSON objects with size and depth limits, the
+// error envelope and the 422 body. Each resource's own are in its schema module (user-, file-, session-,
+// message- and conversation-schemas.ts).
 import { z } from 'zod';
 
 export const KiB = 1024;
@@ -10,8 +11,8 @@ export const MAX_JSON_DEPTH = 32;
 /** Depth of a parsed JSON value, walked iteratively so hostile input cannot overflow the stack. */
 function jsonDepthExceeds(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
+  for (let top = stack.pop(); top !== undefined; top = stack.pop()) {
+    const [node, depth] = top;
     if (node === null || typeof node !== 'object') continue;
     if (depth + 1 > limit) return true;
     for (const child of Object.values(node)) stack.push([child, depth + 1]);

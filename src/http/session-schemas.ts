@@ -1,72 +1,9 @@
-// Schemas of sessions and messages, shared by the server-side routes (and the public family): the message
-// creation request with its content blocks, the Message and Session resources, and the user reference.
+// Schemas of the Session resource: creating one (with its user lookup and context), the resource as
+// answered, the path that names one, and terminating it (shared with the public family's conversations).
 import { z } from 'zod';
+import type { SessionRecord } from '../store/store.ts';
 import { jsonObject, KiB, metadataSchema, text, timestamp } from './schemas.ts';
-import { userReference } from './users.ts';
-
-export const MAX_TEXT = 32_000;
-export const MAX_BLOCKS = 16;
-
-/** A content block; without `type`, a block with `text` is text and one with `file_id` is a file. */
-export const contentBlockInput = z
-  .strictObject({
-    type: z.enum(['text', 'image', 'file']).optional(),
-    text: text().min(1).max(MAX_TEXT).optional(),
-    file_id: z.string().min(1).max(200).optional(),
-  })
-  .superRefine((block, ctx) => {
-    const type =
-      block.type ?? (block.text !== undefined ? 'text' : block.file_id !== undefined ? 'file' : null);
-    const need = type === 'text' ? 'text' : 'file_id';
-    const refuse = type === 'text' ? 'file_id' : 'text';
-    if (block[need] === undefined) {
-      ctx.addIssue({ code: 'custom', path: [need], message: 'Field required', params: { type: 'missing' } });
-    }
-    if (type !== null && block[refuse] !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [refuse],
-        message: `Not allowed in a ${type} block`,
-        params: { type: 'extra_forbidden' },
-      });
-    }
-  })
-  .meta({ id: 'ContentBlockCreate' });
-
-export const contentInput = z.union(
-  [text().min(1).max(MAX_TEXT), z.array(contentBlockInput).min(1).max(MAX_BLOCKS)],
-  { error: 'Input should be a string or a list of content blocks' },
-);
-
-export const messageRequest = z
-  .strictObject({
-    content: contentInput,
-    role: z.enum(['user', 'assistant']).default('user'),
-    metadata: metadataSchema.nullable().optional(),
-  })
-  .meta({ id: 'MessageCreate' });
-
-export type MessageRequest = z.infer<typeof messageRequest>;
-
-export const contentBlock = z
-  .discriminatedUnion('type', [
-    z.object({ type: z.literal('text'), text: z.string() }),
-    z.object({ type: z.literal('image'), file_id: z.string() }),
-    z.object({ type: z.literal('file'), file_id: z.string() }),
-  ])
-  .meta({ id: 'ContentBlock' });
-
-export const messageSchema = z
-  .object({
-    id: z.string(),
-    role: z.enum(['user', 'assistant']),
-    content: z.array(contentBlock),
-    created_at: timestamp,
-    metadata: z.record(z.string(), z.unknown()).nullable(),
-  })
-  .meta({ id: 'Message' });
-
-export const agentReply = z.object({ agent_message: messageSchema }).meta({ id: 'AgentReply' });
+import { userReference } from './user-schemas.ts';
 
 /** A lookup of an existing user: by id, by reference, or both (then they must name the same user). */
 export const userLookup = z
@@ -108,6 +45,9 @@ export const sessionSchema = z
   })
   .meta({ id: 'Session' });
 
+/** The Session resource; the store's record also carries routing fields that stay inside. */
+export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
+
 export const terminateRequest = z.strictObject({ reason: text().max(500).nullable().optional() });
 
 export const terminateResult = z
@@ -118,11 +58,3 @@ export const terminateResult = z
     reason: z.string().nullable(),
   })
   .meta({ id: 'TerminateResult' });
-
-/** The Idempotency-Key header: 1–255 printable ASCII characters. */
-export const idempotencyHeaders = z.object({
-  'idempotency-key': z
-    .string()
-    .regex(/^[\x20-\x7e]{1,255}$/, 'An Idempotency-Key is 1 to 255 printable ASCII characters')
-    .optional(),
-});

@@ -1,17 +1,15 @@
 // Session-token authentication for the public family: `Authorization: Bearer <token>` → the one
 // conversation the token grants. API keys are not accepted here, and a token only opens its own conversation.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { z } from 'zod';
 import type { SessionTokenClaims, SessionTokens } from '../auth/session-tokens.ts';
 import { AppError } from '../errors.ts';
+import { conversationParams } from './conversation-schemas.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
     sessionToken: SessionTokenClaims | null;
   }
 }
-
-const conversationPath = z.object({ conversation_id: z.string() });
 
 const missingToken = (message: string) =>
   new AppError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer realm="parley"' } });
@@ -30,7 +28,7 @@ export function requireSessionToken(scope: FastifyInstance, tokens: SessionToken
       );
     }
     const claims = await tokens.verify(match[1]);
-    const path = conversationPath.safeParse(request.params);
+    const path = conversationParams.safeParse(request.params);
     if (path.success && path.data.conversation_id !== claims.conversationId) {
       throw new AppError('forbidden', 'This session token belongs to another conversation.', {
         context: { conversation_id: path.data.conversation_id },

@@ -3,8 +3,9 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
-import type { SessionRecord, Store } from '../store/store.ts';
+import type { Store } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
+import { createsSession, onSession } from './route-config.ts';
 import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import {
   sessionCreate,
@@ -13,10 +14,9 @@ import {
   sessionStatus,
   terminateRequest,
   terminateResult,
+  toSession,
 } from './session-schemas.ts';
-
-/** The Session resource; the store's record also carries routing fields that stay inside. */
-export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
+import { keySession } from './session-target.ts';
 
 export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: SessionService }> = async (
   app,
@@ -25,6 +25,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
   app.post(
     '/v1/agents/:agent_id/sessions',
     {
+      config: createsSession,
       schema: {
         tags: ['sessions'],
         summary: 'Create a session bound to an agent',
@@ -70,6 +71,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
   app.get(
     '/v1/agents/sessions/:session_id',
     {
+      config: onSession,
       schema: {
         tags: ['sessions'],
         summary: 'Read a session',
@@ -78,16 +80,15 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
       },
     },
     async (request) => {
-      const session = await sessions.getSession(tenantOf(request), request.params.session_id, (s) =>
-        assertAgentAllowed(request, s.agent_id),
-      );
-      return toSession(session);
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
+      return toSession(await sessions.getSession(tenantId, sessionId, authorize));
     },
   );
 
   app.post(
     '/v1/agents/sessions/:session_id/terminate',
     {
+      config: onSession,
       schema: {
         tags: ['sessions'],
         summary: 'Close a session (idempotent: a second call answers with the first closing)',
@@ -96,9 +97,9 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         response: { 200: terminateResult, 409: errorEnvelope, 503: errorEnvelope, ...authErrors },
       },
     },
-    async (request) =>
-      sessions.terminate(tenantOf(request), request.params.session_id, request.body.reason ?? null, (s) =>
-        assertAgentAllowed(request, s.agent_id),
-      ),
+    async (request) => {
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
+      return sessions.terminate(tenantId, sessionId, request.body.reason ?? null, authorize);
+    },
   );
 };

@@ -4,10 +4,9 @@
 // so a replay (one delta with the whole text) ends on the same ids and a client's last id says how much
 // text it holds; resuming a dropped stream can be built on that.
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
-import { z } from 'zod';
-import type { TurnObserver } from '../actors/session-host.ts';
+import type { TurnObserver } from '../actors/operation-context.ts';
+import { publicMessage } from '../actors/public-message.ts';
 import type { SendResult } from '../actors/session-service.ts';
-import { publicMessage } from '../actors/turn.ts';
 import { AppError } from '../errors.ts';
 import type { MessageRecord } from '../store/store.ts';
 import { SSE_HEADERS, SseStream } from './sse.ts';
@@ -126,13 +125,6 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
     );
   });
 }
-
-/** The 200 answer of a streamed send, for the OpenAPI document. */
-export const sseResponse = {
-  description:
-    'Server-Sent Events: turn.started, message.delta…, message.completed, turn.completed (or turn.failed)',
-  content: { 'text/event-stream': { schema: z.string() } },
-};
 
 const textOf = (content: { type: string; text?: string }[]) =>
   content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join('');

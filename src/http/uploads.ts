@@ -1,5 +1,5 @@
-// Multipart uploads shared by the API-key file pool and (later) conversation uploads: the body schema,
-// the 415 for non-multipart requests, and turning the `file` part into a checked name, type and bytes.
+// Multipart uploads shared by the tenant file pool and a conversation's uploads: the body schema, the 415 for
+// non-multipart requests, and turning the `file` part into a checked name, type and bytes.
 import multipart, { type MultipartFile, type MultipartValue } from '@fastify/multipart';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';

@@ -6,50 +6,8 @@ import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Store, UserFields } from '../store/store.ts';
 import { tenantOf } from './api-key-auth.ts';
-import {
-  authErrors,
-  errorEnvelope,
-  jsonObject,
-  KiB,
-  metadataSchema,
-  pageOf,
-  pageQuery,
-  text,
-  timestamp,
-} from './schemas.ts';
-
-export const userReference = z
-  .string()
-  .min(1)
-  .max(128)
-  .regex(/^[a-zA-Z0-9_\-:.]+$/, 'Only letters, digits, _, -, : and . are allowed');
-
-const userFields = z.strictObject({
-  reference: userReference.nullable().optional(),
-  name: text().min(1).max(200).nullable().optional(),
-  email: z.email().max(254).nullable().optional(),
-  phone: text().min(1).max(32).nullable().optional(),
-  metadata: metadataSchema.nullable().optional(),
-  info: jsonObject(8 * KiB)
-    .nullable()
-    .optional(),
-});
-
-export const userSchema = z
-  .object({
-    id: z.string(),
-    created_at: timestamp,
-    updated_at: timestamp,
-    reference: z.string().nullable(),
-    name: z.string().nullable(),
-    email: z.string().nullable(),
-    phone: z.string().nullable(),
-    metadata: z.record(z.string(), z.unknown()),
-    info: z.record(z.string(), z.unknown()),
-  })
-  .meta({ id: 'User' });
-
-const userParams = z.object({ user_id: z.string() });
+import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
+import { userFields, userParams, userSchema } from './user-schemas.ts';
 
 /** Request fields → store fields; an explicit null metadata/info resets it to `{}`. */
 function toStoreFields(body: z.infer<typeof userFields>): UserFields {

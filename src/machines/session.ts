@@ -1,34 +1,31 @@
 // The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running
 // and an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a
-// time) and the Idempotency-Keys in flight. The host provides `operate` (starts the I/O of one operation and
-// sends DONE when it has finished) and the actions that answer waiting callers. State changes come in as
-// events only after their commit.
-import {
-  type ActorRefFrom,
-  type ActorScope,
-  assign,
-  createActor,
-  initialTransition,
-  type SnapshotFrom,
-  setup,
-} from 'xstate';
+// time) and the Idempotency-Keys in flight. The host provides `operate` (starts one operation and sends DONE
+// once it has finished) and the actions that answer waiting callers. Lasting changes come in as events only
+// after their commit; the snapshot each commit stores is computed here.
+import { type ActorRefFrom, assign, createActor, type SnapshotFrom, setup } from 'xstate';
+
+/** A session's lifecycle status: the machine's states, and the session row's `status` column. */
+export type SessionStatus = 'active' | 'closed' | 'expired';
 
 export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire';
 
-/** A unit of work on the session. JSON only: it is part of the snapshot while it runs. */
-export interface Operation {
+/**
+ * An operation as the machine sees it: which one, of what kind, and the Idempotency-Key and request
+ * fingerprint it carries. JSON only (it is part of the snapshot while it waits); what the operation does
+ * and what it answers are the host's (actors/operations.ts).
+ */
+export interface OperationRef {
   id: string;
   kind: OperationKind;
-  /** Idempotency-Key and the request's fingerprint, when the caller sent a key. */
   key?: string;
   fingerprint?: string;
-  payload?: unknown;
 }
 
 /** What `operate` is given: the operation, and the session it belongs to (one provided machine serves all). */
 export interface OperateInput {
   sessionId: string;
-  op: Operation;
+  op: OperationRef;
 }
 
 export type RejectCode = 'session_busy' | 'idempotency_key_reused' | 'session_closed' | 'session_expired';
@@ -47,15 +44,15 @@ export interface SessionContext {
   closedAt: string | null;
   closeReason: string | null;
   maxWaiting: number;
-  queue: Operation[];
-  current: Operation | null;
+  queue: OperationRef[];
+  current: OperationRef | null;
   /** Idempotency-Key → the operation that carries it, while queued or running. */
   inflight: Record<string, { opId: string; fingerprint: string }>;
 }
 
 export type SessionEvent =
   /** A caller asks for an operation; `at` is the caller's clock (epoch ms), for the expiry check. */
-  | { type: 'SUBMIT'; op: Operation; at: number }
+  | { type: 'SUBMIT'; op: OperationRef; at: number }
   /** Committed: messages were stored; `byUser` when one of them came from the user. */
   | { type: 'ACTIVITY'; expiresAt: number; byUser: boolean }
   /** Committed: the inactivity warning was stored. */
@@ -80,11 +77,11 @@ export const sessionMachine = setup({
      */
     operate: (_, _params: OperateInput) => {},
     /** Answers the caller of `op` with an error; nothing was done. */
-    reject: (_, _params: { op: Operation; code: RejectCode }) => {},
+    reject: (_, _params: { op: OperationRef; code: RejectCode }) => {},
     /** Answers the caller of `op` with the result of the operation `target` (same key, same request). */
-    join: (_, _params: { op: Operation; target: string }) => {},
+    join: (_, _params: { op: OperationRef; target: string }) => {},
     /** Answers every caller of `ops` with an error (the session closed or expired under them). */
-    rejectAll: (_, _params: { ops: Operation[]; code: RejectCode }) => {},
+    rejectAll: (_, _params: { ops: OperationRef[]; code: RejectCode }) => {},
     dequeue: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
     finish: assign(({ context }) => {
       const inflight = { ...context.inflight };
@@ -154,7 +151,7 @@ export const sessionMachine = setup({
               const expireId = `expire_${context.sessionId}`;
               const pending =
                 context.current?.id === expireId || context.queue.some((o) => o.id === expireId);
-              const expire: Operation[] = pending ? [] : [{ id: expireId, kind: 'expire' }];
+              const expire: OperationRef[] = pending ? [] : [{ id: expireId, kind: 'expire' }];
               return { queue: [...expire, ...context.queue, event.op], inflight: track(context, event.op) };
             }),
           },
@@ -219,7 +216,7 @@ export const sessionMachine = setup({
   },
 });
 
-function track(context: SessionContext, op: Operation): SessionContext['inflight'] {
+function track(context: SessionContext, op: OperationRef): SessionContext['inflight'] {
   if (op.key === undefined || op.fingerprint === undefined) return context.inflight;
   return { ...context.inflight, [op.key]: { opId: op.id, fingerprint: op.fingerprint } };
 }
@@ -227,7 +224,6 @@ function track(context: SessionContext, op: Operation): SessionContext['inflight
 export type SessionMachine = typeof sessionMachine;
 export type SessionSnapshot = SnapshotFrom<SessionMachine>;
 export type SessionActor = ActorRefFrom<SessionMachine>;
-export type SessionStatus = 'active' | 'closed' | 'expired';
 
 export function statusOf(snapshot: SessionSnapshot): SessionStatus {
   if (snapshot.matches('closed')) return 'closed';
@@ -236,66 +232,30 @@ export function statusOf(snapshot: SessionSnapshot): SessionStatus {
 }
 
 /**
- * A scope for computing transitions without running anything: actions go nowhere, children are not started.
- * xstate's own `transition()` builds one (a whole actor) per call; one per machine is enough.
+ * The snapshot to store: `snapshot` settled and, when given, `event` applied. Settled means with no
+ * operation queued or running: those belong to callers waiting on this process, who are gone after a crash,
+ * and a retry under its Idempotency-Key finds the committed part of the work in the store. The event is
+ * applied by a stand-in actor of the unprovided machine restored from the settled snapshot, so it takes the
+ * live actor's transitions while no host action runs and the live actor is not touched (its event is sent
+ * only once the commit succeeded).
  */
-const inertScopes = new WeakMap<SessionMachine, ActorScope<SessionSnapshot, SessionEvent>>();
-
-function inertScope(machine: SessionMachine): ActorScope<SessionSnapshot, SessionEvent> {
-  let scope = inertScopes.get(machine);
-  if (!scope) {
-    const self = createActor(machine, { input: { sessionId: '', expiresAt: 0 } });
-    scope = {
-      self,
-      id: '',
-      sessionId: '',
-      system: self.system,
-      logger: () => {},
-      defer: () => {},
-      emit: () => {},
-      stopChild: () => {},
-      actionExecutor: () => {},
-    };
-    inertScopes.set(machine, scope);
-  }
-  return scope;
-}
-
-/**
- * The snapshot to store: `snapshot` after `event` (when given), with no operation in flight. What is
- * queued or running belongs to callers still waiting on this process; after a crash they are gone, and a
- * retry (with its Idempotency-Key) finds the committed part of the work in the store. Settling is written
- * out here rather than as a transition because it runs twice per turn: the turn region is idle and the
- * queue, the running operation, the keys in flight and the running child are gone.
- */
-export function persistedSnapshot(
-  machine: SessionMachine,
-  snapshot: SessionSnapshot,
-  event?: SessionEvent,
-): string {
-  const next = event ? machine.transition(snapshot, event, inertScope(machine)) : snapshot;
-  // xstate types the persisted snapshot as any snapshot; a machine snapshot has these fields.
-  const persisted = machine.getPersistedSnapshot(next) as unknown as PersistedSession;
-  if (next.status !== 'active' || typeof persisted.value !== 'object' || !('active' in persisted.value)) {
-    return JSON.stringify(persisted);
-  }
-  return JSON.stringify({
-    ...persisted,
-    value: { active: { ...persisted.value.active, turn: 'idle' } },
-    context: { ...persisted.context, queue: [], current: null, inflight: {} },
-    children: {},
+export function persistedSnapshot(snapshot: SessionSnapshot, event?: SessionEvent): string {
+  const { value, context } = snapshot;
+  const settled = sessionMachine.resolveState({
+    value: typeof value === 'string' ? value : { active: { ...value.active, turn: 'idle' } },
+    context: { ...context, queue: [], current: null, inflight: {} },
   });
-}
-
-/** The parts of xstate's persisted snapshot that settling touches. */
-interface PersistedSession {
-  value: string | { active: { turn: string; inactivity: string } };
-  context: SessionContext;
-  children: Record<string, unknown>;
+  if (!event) return JSON.stringify(sessionMachine.getPersistedSnapshot(settled));
+  // The input is required by the types and unused when restoring a snapshot.
+  const input = { sessionId: context.sessionId, expiresAt: context.expiresAt };
+  const standIn = createActor(sessionMachine, { snapshot: settled, input }).start();
+  standIn.send(event);
+  const persisted = standIn.getPersistedSnapshot();
+  standIn.stop();
+  return JSON.stringify(persisted);
 }
 
 /** The persisted snapshot of a new session. */
-export function initialPersistedSnapshot(machine: SessionMachine, input: SessionInput): string {
-  const [snapshot] = initialTransition(machine, input);
-  return JSON.stringify(machine.getPersistedSnapshot(snapshot));
+export function initialPersistedSnapshot(input: SessionInput): string {
+  return JSON.stringify(createActor(sessionMachine, { input }).getPersistedSnapshot());
 }

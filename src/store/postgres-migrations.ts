@@ -1,8 +1,8 @@
 // Versioned PostgreSQL schema: the tables and indexes of sqlite-migrations.ts in PostgreSQL types.
 // Instants stay ISO 8601 UTC text with milliseconds (COLLATE "C", so they sort as text, as in SQLite);
 // JSON stays text, so values round-trip byte for byte; `row_order` stands in for SQLite's rowid.
-
-import type { Migration } from './sqlite-migrations.ts';
+import { SHARD_COUNT } from '../cluster/shard.ts';
+import type { Migration } from './store.ts';
 
 export const postgresMigrations: readonly Migration[] = [
   {
@@ -43,7 +43,7 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE UNIQUE INDEX users_live_reference ON users(tenant_id, reference)
         WHERE reference IS NOT NULL AND deleted_at IS NULL;
       CREATE INDEX users_tenant_created ON users(tenant_id, created_at);
-      -- SQLite's NOCASE folds ASCII letters only; so does this expression (see ascii_fold in postgres.ts).
+      -- SQLite's NOCASE folds ASCII letters only; so does this expression (see postgresDialect in sql.ts).
       CREATE INDEX users_tenant_email ON users(tenant_id,
         translate(email, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'));
 
@@ -54,9 +54,10 @@ export const postgresMigrations: readonly Migration[] = [
         owner TEXT,
         updated_at TEXT COLLATE "C" NOT NULL
       );
+      -- One row per shard of src/cluster/shard.ts; a database keeps the rows it was created with.
       INSERT INTO shard_owner (shard, epoch, owner, updated_at)
         SELECT i, 0, NULL, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
-          FROM generate_series(0, 1023) AS i;
+          FROM generate_series(0, ${SHARD_COUNT - 1}) AS i;
 
       CREATE TABLE sessions (
         id TEXT PRIMARY KEY,

@@ -1,5 +1,6 @@
 // The one Store interface. SQLite (one machine) and PostgreSQL (several) implement it and pass one
-// contract suite (test/store/contract.ts). Records are shaped like the API's resources (snake_case).
+// contract suite (test/store/contract/). Records are shaped like the API's resources (snake_case).
+import type { SessionStatus } from '../machines/session.ts';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -95,7 +96,7 @@ export interface FileFilter {
   session_id?: string;
 }
 
-export type SessionStatus = 'active' | 'closed' | 'expired';
+export type { SessionStatus };
 
 /** A content block as stored: the normalised form of the request's blocks. */
 export type ContentBlock = { type: 'text'; text: string } | { type: 'image' | 'file'; file_id: string };
@@ -230,8 +231,14 @@ export interface SessionWriteResult {
   updated_at: string;
 }
 
+/** One step of a store's versioned schema (sqlite-migrations.ts, postgres-migrations.ts). */
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
 export interface Store {
-  readonly kind: 'sqlite' | 'postgres';
   /** Applies pending migrations; returns the schema version now in force. */
   migrate(): Promise<number>;
   /** Succeeds when the store answers a trivial query (readiness). */

@@ -2,17 +2,11 @@
 // snapshot), a user's message clears that, an inactivity step waits behind a running turn, and a closing
 // final step leaves a closed snapshot that a restart restores.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
 import { openConversation } from '../helpers/conversations.ts';
-import { allMessages, buildSessionApp, sleep, textOf } from '../helpers/sessions.ts';
+import { allMessages, sleep, textOf, useSessionApp } from '../helpers/sessions.ts';
 
-let t: TestApp;
-
-before(async () => {
-  t = await buildSessionApp();
-});
-after(() => t.close());
+const t = useSessionApp();
 
 async function inactivityState(sessionId: string) {
   const entry = await t.app.sessionHost.entry(sessionId);

@@ -2,7 +2,7 @@
 // passivation and re-activation from the store, the LRU cap, idle passivation and expiry sweeps,
 // fencing once another process owns a shard, and the runtime metrics.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { SHARD_COUNT, shardOf } from '../../src/cluster/shard.ts';
 import type { TestApp } from '../helpers/app.ts';
 import {
@@ -17,16 +17,11 @@ import {
   sleep,
   textOf,
   turn,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 
-let t: TestApp;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  t = await buildSessionApp();
-  api = client(t);
-});
-after(() => t.close());
+const t = useSessionApp();
+const api = client(t);
 
 /** The actor's state and context, as a comparable value. */
 async function actorState(app: TestApp, sessionId: string) {

@@ -8,7 +8,7 @@ import { after, before, describe, type TestContext, test } from 'node:test';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { ConfigError, loadConfig } from '../../src/config.ts';
-import { buildTestApp, makeTempDir, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, makeTempDir, useApp } from '../helpers/app.ts';
 import { encodeForm, fileForm, tinyPdf, tinyPng } from '../helpers/multipart.ts';
 import { tempDir } from '../helpers/process.ts';
 
@@ -33,7 +33,6 @@ const recorded: Recorded[] = [];
 let behaviour: Behaviour;
 let fake: FastifyInstance;
 let baseUrl: string;
-let t: TestApp;
 let dir: string;
 
 const delta = (content: string) => ({ choices: [{ index: 0, delta: { content }, finish_reason: null }] });
@@ -86,7 +85,8 @@ async function writeAgents(name: string, text: string): Promise<string> {
   return file;
 }
 
-before(async () => {
+/** Starts the fake OpenAI-compatible server and sets baseUrl to its /v1. */
+async function startFake() {
   fake = Fastify({ forceCloseConnections: true });
   fake.removeAllContentTypeParsers();
   fake.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) =>
@@ -101,14 +101,17 @@ before(async () => {
   const address = fake.server.address();
   assert.ok(address && typeof address === 'object');
   baseUrl = `http://127.0.0.1:${address.port}/v1`;
+}
 
+// The catalogue names the fake's URL, so the fake starts first.
+const t = useApp(async () => {
+  await startFake();
   dir = await makeTempDir('parley-openai-agent-');
   const agentsFile = await writeAgents('agents.yaml', agentsYaml());
-  t = await buildTestApp({ PARLEY_AGENTS_FILE: agentsFile, FAKE_API_KEY: 'sk-test' });
+  return buildTestApp({ PARLEY_AGENTS_FILE: agentsFile, FAKE_API_KEY: 'sk-test' });
 });
 
 after(async () => {
-  await t?.close();
   await fake?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });

@@ -1,7 +1,9 @@
-// Builds a real app on a fresh SQLite file in a temporary directory, with one tenant and API key.
+// Builds a real app on a fresh SQLite file in a temporary directory, with one tenant and API key; useApp
+// gives a test file (or suite) one, built before its tests and closed after them.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { after, before } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../src/auth/api-keys.ts';
@@ -59,3 +61,50 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
     },
   };
 }
+
+export interface UseAppOptions {
+  env?: Record<string, string>;
+  /**
+   * More set-up, run in the same before() hook once the app is built. A file's top-level before() hooks
+   * run concurrently, so set-up that needs the app belongs here rather than in a hook of its own.
+   */
+  setUp?: (t: TestApp) => Promise<void>;
+}
+
+/**
+ * The app of the test file, or of the suite this is called in: `build` (then `setUp`) runs in a before()
+ * hook and the app is closed in an after() hook. The handle reads the app built for the current run, so
+ * use it in tests and hooks, not at the top level.
+ */
+export function useApp(build: () => Promise<TestApp>, setUp?: (t: TestApp) => Promise<void>): TestApp {
+  let built: TestApp | undefined;
+  const current = (): TestApp => {
+    if (!built) throw new Error('the test app is built in a before() hook: use it in tests and hooks');
+    return built;
+  };
+  const handle: TestApp = {
+    get app() {
+      return current().app;
+    },
+    get store() {
+      return current().store;
+    },
+    get dataDir() {
+      return current().dataDir;
+    },
+    get apiKey() {
+      return current().apiKey;
+    },
+    createKey: (tenant, agents) => current().createKey(tenant, agents),
+    close: () => current().close(),
+  };
+  before(async () => {
+    built = await build();
+    await setUp?.(handle);
+  });
+  after(() => built?.close());
+  return handle;
+}
+
+/** useApp of buildTestApp: the built-in catalogue. */
+export const useTestApp = ({ env = {}, setUp }: UseAppOptions = {}) => useApp(() => buildTestApp(env), setUp);

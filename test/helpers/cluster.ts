@@ -7,8 +7,9 @@ import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { SHARD_COUNT, shardOf } from '../../src/cluster/shard.ts';
+import { freePort } from '../../support/free-port.ts';
 import { createTestDatabase } from './postgres.ts';
-import { freePort, type ServiceProcess, startService, tempDir } from './process.ts';
+import { type ServiceProcess, startService, tempDir } from './process.ts';
 import { type RedisServer, startRedis } from './redis.ts';
 
 export const clusterApiKey = 'cluster-test-key-0123456789abcdef';

@@ -2,21 +2,22 @@
 // spoken to over loopback HTTP, with every child tracked so that a failing test cannot leak one.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, rm, symlink } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { freePort } from '../../support/free-port.ts';
+import {
+  cleanEnv as cleanProcessEnv,
+  type Exit,
+  exitOf,
+  pollUntil,
+  projectRoot,
+  stopChild,
+} from '../../support/processes.ts';
 import { makeTempDir } from './app.ts';
-
-export const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
 export const cliEntry = fileURLToPath(new URL('../../src/cli.ts', import.meta.url));
 export const serverEntry = fileURLToPath(new URL('../../src/server.ts', import.meta.url));
 export const binEntry = fileURLToPath(new URL('../../bin/parley.js', import.meta.url));
-
-export interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
 
 export interface RunResult extends Exit {
   stdout: string;
@@ -35,17 +36,9 @@ export interface RunOptions {
 
 const live = new Set<ChildProcess>();
 
-// Variables the service reads, plus the test runner's own marker: a developer's shell (or CI) must not
-// leak a DATABASE_URL or LOG_LEVEL into a child that a test expects to start from a known state.
-const inheritedButIgnored =
-  /^(PORT|HOST|DATABASE_URL|REDIS_URL|PARLEY_.*|OPENAI_.*|LOG_LEVEL|NODE_TEST_CONTEXT)$/;
-
+/** The environment of a child: see support/processes.ts; the test runner's own marker is dropped too. */
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !inheritedButIgnored.test(name)) env[name] = value;
-  }
-  return { ...env, ...extra };
+  return cleanProcessEnv(extra, ['NODE_TEST_CONTEXT']);
 }
 
 /** A fresh temporary directory that is removed when the test (or suite) `t` ends. */
@@ -55,36 +48,9 @@ export async function tempDir(t: Pick<TestContext, 'after'>, prefix?: string): P
   return dir;
 }
 
-/** A TCP port that was free a moment ago (listen on 0, read it, close). */
-export async function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      if (address === null || typeof address === 'string') {
-        server.close();
-        reject(new Error('no port assigned'));
-        return;
-      }
-      server.close(() => resolve(address.port));
-    });
-  });
-}
-
 function track(child: ChildProcess): Promise<Exit> {
   live.add(child);
-  return new Promise((resolve, reject) => {
-    child.once('error', (err) => {
-      live.delete(child);
-      reject(err);
-    });
-    child.once('exit', (code, signal) => {
-      live.delete(child);
-      resolve({ code, signal });
-    });
-  });
+  return exitOf(child).finally(() => live.delete(child));
 }
 
 /** Collects a child's stdout and stderr as text while it runs. */
@@ -206,19 +172,10 @@ export async function spawnService(options: StartOptions): Promise<ServiceProces
     logs: () => parseJsonLines(output.stdout()),
     async stop(signal = 'SIGTERM', timeoutMs = 15_000) {
       if (exit) return exit;
-      child.kill(signal);
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<'late'>((resolve) => {
-        timer = setTimeout(() => resolve('late'), timeoutMs);
-      });
-      const result = await Promise.race([exited, late]);
-      clearTimeout(timer);
-      if (result === 'late') {
-        child.kill('SIGKILL');
-        await exited;
+      if (await stopChild(child, exited, signal, timeoutMs)) {
         throw new Error(`the service did not exit within ${timeoutMs} ms of ${signal}`);
       }
-      return result;
+      return exited;
     },
     async kill() {
       if (exit) return;
@@ -242,7 +199,6 @@ export async function startService(options: StartOptions): Promise<ServiceProces
 }
 
 export async function waitForHealth(service: ServiceProcess, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   let gone: Exit | undefined;
   service.exited.then(
     (e) => {
@@ -251,27 +207,29 @@ export async function waitForHealth(service: ServiceProcess, timeoutMs = 20_000)
     () => {},
   );
   let lastError: unknown;
-  while (Date.now() < deadline) {
-    if (gone) {
-      throw new Error(
-        `the service exited (code ${gone.code}, signal ${gone.signal}) before answering /healthz\n` +
-          `stderr: ${service.stderr()}\nstdout: ${service.stdout()}`,
-      );
-    }
+  const healthy = async () => {
     try {
       const response = await fetch(`${service.url}/healthz`, { signal: AbortSignal.timeout(1_000) });
       await response.arrayBuffer();
-      if (response.status === 200) return;
+      if (response.status === 200) return true;
       lastError = new Error(`GET /healthz answered ${response.status}`);
     } catch (err) {
       lastError = err;
     }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    return false;
+  };
+  const readiness = await pollUntil(healthy, { gone: () => gone !== undefined, timeoutMs, intervalMs: 100 });
+  const output = `stderr: ${service.stderr()}\nstdout: ${service.stdout()}`;
+  if (readiness === 'gone' && gone) {
+    throw new Error(
+      `the service exited (code ${gone.code}, signal ${gone.signal}) before answering /healthz\n${output}`,
+    );
   }
-  throw new Error(
-    `the service did not answer /healthz within ${timeoutMs} ms (${String(lastError)})\n` +
-      `stderr: ${service.stderr()}\nstdout: ${service.stdout()}`,
-  );
+  if (readiness !== 'ready') {
+    throw new Error(
+      `the service did not answer /healthz within ${timeoutMs} ms (${String(lastError)})\n${output}`,
+    );
+  }
 }
 
 /** SIGKILLs every child these helpers started that is still running; a safety net for `after` hooks. */

@@ -5,8 +5,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis, type RedisOptions } from 'ioredis';
-import { answersPing, findRedisServer } from '../../scripts/redis-probe.ts';
-import { freePort, tempDir } from './process.ts';
+import { freePort } from '../../support/free-port.ts';
+import { exitOf, hasExited, stopChild } from '../../support/processes.ts';
+import { findRedisServer, redisServerArgs, waitForPing } from '../../support/redis-server.ts';
+import { tempDir } from './process.ts';
 
 export interface RedisServer {
   /** `redis://127.0.0.1:<port>` */
@@ -40,40 +42,26 @@ export async function startRedis(t: TestContext): Promise<RedisServer | null> {
   const dir = await tempDir(t, 'parley-redis-');
   const clients = new Set<Redis>();
   let child: ChildProcess | undefined;
-  let exited: Promise<void> = Promise.resolve();
+  let exited: Promise<unknown> = Promise.resolve();
   let stderr = '';
 
   const spawnOn = async (port: number): Promise<void> => {
     stderr = '';
-    const proc = spawn(
-      binary,
-      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
-      { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const proc = spawn(binary, redisServerArgs(port, dir), { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     proc.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk;
     });
     let gone = false;
-    exited = new Promise((resolve) => {
-      proc.once('exit', () => {
-        gone = true;
-        resolve();
-      });
-      proc.once('error', () => {
-        gone = true;
-        resolve();
-      });
+    exited = exitOf(proc).finally(() => {
+      gone = true;
     });
+    exited.catch(() => {});
     child = proc;
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      if (gone) throw new Error(`redis-server on port ${port} exited at start: ${stderr}`);
-      if (await answersPing(`redis://127.0.0.1:${port}`)) return;
-      if (Date.now() > deadline) {
-        proc.kill('SIGKILL');
-        throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${stderr}`);
-      }
-      await sleep(50);
+    const readiness = await waitForPing(`redis://127.0.0.1:${port}`, () => gone);
+    if (readiness === 'gone') throw new Error(`redis-server on port ${port} exited at start: ${stderr}`);
+    if (readiness === 'timeout') {
+      proc.kill('SIGKILL');
+      throw new Error(`redis-server on port ${port} did not answer PING within 10 s: ${stderr}`);
     }
   };
 
@@ -91,14 +79,10 @@ export async function startRedis(t: TestContext): Promise<RedisServer | null> {
 
   const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const proc = child;
-    if (!proc || proc.exitCode !== null || (proc.signalCode !== null && proc.signalCode !== 'SIGSTOP'))
-      return;
+    if (!proc || hasExited(proc)) return;
     // A paused server would not act on SIGTERM until continued.
     proc.kill('SIGCONT');
-    proc.kill(signal);
-    const late = setTimeout(() => proc.kill('SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(late);
+    await stopChild(proc, exited, signal);
   };
 
   // A test that dies before its hooks run must not leave a server behind.

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildTestApp, makeTempDir, type TestApp } from './app.ts';
+import { buildTestApp, makeTempDir, type TestApp, type UseAppOptions, useApp } from './app.ts';
 import { encodeForm, fileForm } from './multipart.ts';
 
 /** The agents every session test app knows, besides `demo` (the built-in one, kept under its name). */
@@ -50,6 +50,13 @@ export async function buildSessionApp(
   };
 }
 
+/** useApp of buildSessionApp: the test catalogue (testAgents) unless `agents` is given. */
+export const useSessionApp = ({
+  env = {},
+  agents = testAgents,
+  setUp,
+}: UseAppOptions & { agents?: object[] } = {}) => useApp(() => buildSessionApp(env, agents), setUp);
+
 export interface Message {
   id: string;
   role: 'user' | 'assistant';
@@ -72,9 +79,9 @@ export interface Session {
   metadata: Record<string, unknown>;
 }
 
-/** Request shortcuts authenticated with `key` (default: the tenant t1 key for every agent). */
-export function client(t: TestApp, key: string = t.apiKey) {
-  const auth = (headers: Record<string, string> = {}) => ({ 'x-api-key': key, ...headers });
+/** Request shortcuts authenticated with `key` (default: the tenant t1 key for every agent, read when sending). */
+export function client(t: TestApp, key?: string) {
+  const auth = (headers: Record<string, string> = {}) => ({ 'x-api-key': key ?? t.apiKey, ...headers });
   return {
     get: (url: string, headers?: Record<string, string>) =>
       t.app.inject({ method: 'GET', url, headers: auth(headers) }),

@@ -1,14 +1,10 @@
 // API-key authentication and per-key rate limiting of the server-side family.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
+import { useTestApp } from '../helpers/app.ts';
 
 describe('API-key authentication', () => {
-  let t: TestApp;
-  before(async () => {
-    t = await buildTestApp();
-  });
-  after(() => t.close());
+  const t = useTestApp();
 
   it('answers 401 unauthorized without X-API-Key, with an empty one, and with only a bearer token', async () => {
     for (const headers of [{}, { 'x-api-key': '' }, { authorization: 'Bearer abc.def.ghi' }]) {
@@ -55,11 +51,7 @@ describe('API-key authentication', () => {
 });
 
 describe('rate limiting per API key', () => {
-  let t: TestApp;
-  before(async () => {
-    t = await buildTestApp({ PARLEY_RATE_LIMIT_KEY: '3' });
-  });
-  after(() => t.close());
+  const t = useTestApp({ env: { PARLEY_RATE_LIMIT_KEY: '3' } });
 
   it('sends RateLimit headers and answers 429 rate_limited with Retry-After past the budget', async () => {
     const statuses: number[] = [];

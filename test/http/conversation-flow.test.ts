@@ -2,19 +2,16 @@
 // drive it with fetch: start (API key) → send → upload an image and show it → inactivity warning → final
 // (closes) → a refused send → feedback → terminate twice → the closed state. X-Request-Id on every answer.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
 import { tinyPng } from '../helpers/multipart.ts';
-import { buildSessionApp } from '../helpers/sessions.ts';
+import { useSessionApp } from '../helpers/sessions.ts';
 
-let t: TestApp;
 let base: string;
-
-before(async () => {
-  t = await buildSessionApp();
-  base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+const t = useSessionApp({
+  setUp: async (app) => {
+    base = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  },
 });
-after(() => t.close());
 
 interface Answer {
   status: number;

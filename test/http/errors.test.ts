@@ -1,14 +1,9 @@
 // The failures Fastify itself produces leave in the SPEC's shapes too, and every response has X-Request-Id.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
+import { useTestApp } from '../helpers/app.ts';
 
-let t: TestApp;
-
-before(async () => {
-  t = await buildTestApp({ PARLEY_MAX_BODY_BYTES: '2048' });
-});
-after(() => t.close());
+const t = useTestApp({ env: { PARLEY_MAX_BODY_BYTES: '2048' } });
 
 function assertEnvelope(body: Record<string, unknown>, code: string, requestId: string | undefined) {
   const error = body.error as Record<string, unknown>;

@@ -1,16 +1,11 @@
 // The tenant file pool: upload with type sniffing and limits, list filters, read, download, delete.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { before, describe, it } from 'node:test';
+import { useTestApp } from '../helpers/app.ts';
 import { encodeForm, fileForm, tinyPdf, tinyPng } from '../helpers/multipart.ts';
 
 const uploadLimit = 64 * 1024;
-let t: TestApp;
-
-before(async () => {
-  t = await buildTestApp({ PARLEY_MAX_UPLOAD_BYTES: String(uploadLimit) });
-});
-after(() => t.close());
+const t = useTestApp({ env: { PARLEY_MAX_UPLOAD_BYTES: String(uploadLimit) } });
 
 async function upload(form: FormData, key = t.apiKey) {
   const { payload, contentType } = await encodeForm(form);

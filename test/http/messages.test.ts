@@ -1,15 +1,13 @@
 // Messages of a session (server-side family): send one and get the agent's reply, the Idempotency-Key
 // rules of DESIGN.md §5, and reading messages back — every status each route answers.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
 import { tinyPdf, tinyPng } from '../helpers/multipart.ts';
 import {
   allMessages,
   assert422,
   assert422Under,
   assertError,
-  buildSessionApp,
   client,
   createSession,
   createUser,
@@ -19,20 +17,18 @@ import {
   textOf,
   turn,
   upload,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 
-let t: TestApp;
-let api: ReturnType<typeof client>;
 let png: string;
 let pdf: string;
-
-before(async () => {
-  t = await buildSessionApp();
-  api = client(t);
-  png = await upload(t, tinyPng, 'dot.png', 'image/png');
-  pdf = await upload(t, tinyPdf, 'doc.pdf', 'application/pdf');
+const t = useSessionApp({
+  setUp: async (app) => {
+    png = await upload(app, tinyPng, 'dot.png', 'image/png');
+    pdf = await upload(app, tinyPdf, 'doc.pdf', 'application/pdf');
+  },
 });
-after(() => t.close());
+const api = client(t);
 
 describe('POST /v1/agents/sessions/{session_id}/messages', () => {
   it("answers 201 with the agent's reply, which sees the user's name and the context but never the metadata", async () => {

@@ -1,15 +1,10 @@
 // Operations endpoints and the OpenAPI document generated from the route schemas.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { buildTestApp, useTestApp } from '../helpers/app.ts';
 
-let t: TestApp;
-
-before(async () => {
-  t = await buildTestApp();
-});
-after(() => t.close());
+const t = useTestApp();
 
 describe('operations', () => {
   it('answers liveness and readiness', async () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { buildApp } from '../../src/app.ts';
@@ -23,11 +23,11 @@ import {
 import {
   assert422,
   assertError,
-  buildSessionApp,
   client,
   createUser,
   getSession,
   sleep,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 
 const ISSUER = 'parley';
@@ -99,17 +99,14 @@ function assertExpiredToken(res: LightMyRequestResponse) {
 const corsHeaders = (res: LightMyRequestResponse) =>
   Object.keys(res.headers).filter((h) => h.startsWith('access-control-'));
 
-let t: TestApp;
-let api: ReturnType<typeof client>;
 /** The secret the main app generated into its data directory (no PARLEY_TOKEN_SECRET). */
 let secret: Uint8Array;
-
-before(async () => {
-  t = await buildSessionApp();
-  api = client(t);
-  secret = fileSecret(t.dataDir);
+const t = useSessionApp({
+  setUp: async (app) => {
+    secret = fileSecret(app.dataDir);
+  },
 });
-after(() => t.close());
+const api = client(t);
 
 describe('POST /v1/agents/{agent_id}/conversations', () => {
   it('answers 201 with the conversation record alone, never the metadata, context or user it was given', async () => {
@@ -421,11 +418,7 @@ describe('session tokens on a public route', () => {
   });
 
   describe('with PARLEY_TOKEN_TTL=1', () => {
-    let short: TestApp;
-    before(async () => {
-      short = await buildSessionApp({ PARLEY_TOKEN_TTL: '1' });
-    });
-    after(() => short.close());
+    const short = useSessionApp({ env: { PARLEY_TOKEN_TTL: '1' } });
 
     it('answers 401 session_token_expired once the lifetime has passed, and a refreshed token opens the conversation again', async () => {
       const started = await startConversation(short);
@@ -530,11 +523,7 @@ describe('the token secret', () => {
 });
 
 describe('rate limit per conversation (PARLEY_RATE_LIMIT_TOKEN=3)', () => {
-  let limited: TestApp;
-  before(async () => {
-    limited = await buildSessionApp({ PARLEY_RATE_LIMIT_TOKEN: '3' });
-  });
-  after(() => limited.close());
+  const limited = useSessionApp({ env: { PARLEY_RATE_LIMIT_TOKEN: '3' } });
 
   /** Spends the three requests of a conversation's budget, checking the headers of each. */
   async function spend(pub: ReturnType<typeof publicClient>) {
@@ -595,11 +584,7 @@ describe('rate limit per conversation (PARLEY_RATE_LIMIT_TOKEN=3)', () => {
 
 describe('CORS of the public family (PARLEY_CORS_ORIGINS=https://shop.example)', () => {
   const ORIGIN = 'https://shop.example';
-  let web: TestApp;
-  before(async () => {
-    web = await buildSessionApp({ PARLEY_CORS_ORIGINS: ORIGIN });
-  });
-  after(() => web.close());
+  const web = useSessionApp({ env: { PARLEY_CORS_ORIGINS: ORIGIN } });
 
   const preflight = (app: TestApp, url: string, origin = ORIGIN) =>
     app.app.inject({

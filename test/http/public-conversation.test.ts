@@ -2,16 +2,14 @@
 // conversation and its messages, send, upload and list files, feedback, inactivity and terminate — every
 // status each route answers (DESIGN.md §3, §4, §5, §8, §9).
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { SessionTokens } from '../../src/auth/session-tokens.ts';
-import type { TestApp } from '../helpers/app.ts';
 import { type Conversation, openConversation, publicClient, recordKeys } from '../helpers/conversations.ts';
 import { encodeForm, tinyPdf, tinyPng } from '../helpers/multipart.ts';
 import {
   allMessages,
   assert422,
   assertError,
-  buildSessionApp,
   client,
   createUser,
   getSession,
@@ -19,6 +17,7 @@ import {
   sleep,
   textOf,
   upload,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 
 const TOKEN_SECRET = 'test-secret-for-the-public-family-0123456789';
@@ -27,21 +26,16 @@ const DEFAULT_WARNING = 'Are you still there? This conversation will close soon.
 const DEFAULT_FINAL = 'This conversation was closed after a period of inactivity.';
 const elf = Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0x3e, 0]);
 
-let t: TestApp;
-let api: ReturnType<typeof client>;
-/** Conversations of the agent `short`, expired once before() has waited past their session_ttl. */
+/** Conversations of the agent `short`, expired once the set-up has waited past their session_ttl. */
 const expiredPool: Awaited<ReturnType<typeof openConversation>>[] = [];
-
-before(async () => {
-  t = await buildSessionApp({
-    PARLEY_MAX_UPLOAD_BYTES: String(uploadLimit),
-    PARLEY_TOKEN_SECRET: TOKEN_SECRET,
-  });
-  api = client(t);
-  for (let i = 0; i < 6; i++) expiredPool.push(await openConversation(t, 'short'));
-  await sleep(1200);
+const t = useSessionApp({
+  env: { PARLEY_MAX_UPLOAD_BYTES: String(uploadLimit), PARLEY_TOKEN_SECRET: TOKEN_SECRET },
+  setUp: async (app) => {
+    for (let i = 0; i < 6; i++) expiredPool.push(await openConversation(app, 'short'));
+    await sleep(1200);
+  },
 });
-after(() => t.close());
+const api = client(t);
 
 /** A conversation whose session_ttl (1 s) passed without activity. */
 function expired() {

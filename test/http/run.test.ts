@@ -1,30 +1,23 @@
 // Run an agent once: POST /v1/agents/{agent_id}/run stores 1–10 messages in a new session and answers
 // with the agent's reply and the session's id — every status the route answers.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
 import { tinyPng } from '../helpers/multipart.ts';
 import {
   allMessages,
   assert422,
   assertError,
-  buildSessionApp,
   client,
   createUser,
   getSession,
   textOf,
   turn,
   upload,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 
-let t: TestApp;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  t = await buildSessionApp();
-  api = client(t);
-});
-after(() => t.close());
+const t = useSessionApp();
+const api = client(t);
 
 const run = (body: unknown, agent = 'demo', c = api) => c.post(`/v1/agents/${agent}/run`, body);
 

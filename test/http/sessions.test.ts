@@ -1,26 +1,19 @@
 // Session routes of the server-side family: create, read, list and terminate, every status each answers.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import type { TestApp } from '../helpers/app.ts';
+import { before, describe, it } from 'node:test';
 import {
   assert422,
   assertError,
-  buildSessionApp,
   client,
   createSession,
   createUser,
   getSession,
   type Session,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 
-let t: TestApp;
-let api: ReturnType<typeof client>;
-
-before(async () => {
-  t = await buildSessionApp();
-  api = client(t);
-});
-after(() => t.close());
+const t = useSessionApp();
+const api = client(t);
 
 describe('POST /v1/agents/{agent_id}/sessions', () => {
   it('creates a session and answers 201 with every Session field', async () => {

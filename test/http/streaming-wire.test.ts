@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
-import type { TestApp } from '../helpers/app.ts';
+import { useApp } from '../helpers/app.ts';
 import {
   allMessages,
   buildSessionApp,
@@ -94,35 +94,35 @@ async function startFake(): Promise<string> {
 
 // --- the app, listening -------------------------------------------------------------------------------
 
-let t: TestApp;
-let base: string;
 const dispatcher = new Agent();
-
-before(async () => {
-  const baseUrl = await startFake();
-  const openai = (model: string, timeouts = { total_ms: 10_000, stall_ms: 1000 }) => ({
-    id: model,
-    provider: 'openai',
-    model,
-    base_url: baseUrl,
-    timeouts,
-  });
-  t = await buildSessionApp({ PARLEY_SSE_PING_SECONDS: '1' }, [
-    ...testAgents,
-    openai('cut'),
-    openai('flaky'),
-    openai('late', { total_ms: 10_000, stall_ms: 5000 }),
-    openai('flood'),
-  ]);
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = t.app.server.address();
-  assert.ok(address && typeof address === 'object');
-  base = `http://127.0.0.1:${address.port}`;
-});
+// Registered before the app's hook: the client lets go of its connections before the app closes.
+after(() => dispatcher.close());
+let base: string;
+// The catalogue names the fake's URL, so the fake starts first.
+const t = useApp(
+  async () => {
+    const baseUrl = await startFake();
+    const openai = (model: string, timeouts = { total_ms: 10_000, stall_ms: 1000 }) => ({
+      id: model,
+      provider: 'openai',
+      model,
+      base_url: baseUrl,
+      timeouts,
+    });
+    return buildSessionApp({ PARLEY_SSE_PING_SECONDS: '1' }, [
+      ...testAgents,
+      openai('cut'),
+      openai('flaky'),
+      openai('late', { total_ms: 10_000, stall_ms: 5000 }),
+      openai('flood'),
+    ]);
+  },
+  async (app) => {
+    base = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  },
+);
 
 after(async () => {
-  await dispatcher.close();
-  await t?.close();
   fake?.closeAllConnections();
   await new Promise((resolve) => fake?.close(resolve));
 });

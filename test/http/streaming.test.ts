@@ -6,36 +6,28 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Agent, request } from 'undici';
-import type { TestApp } from '../helpers/app.ts';
 import { openConversation, publicPath } from '../helpers/conversations.ts';
 import {
   allMessages,
-  buildSessionApp,
   client,
   createSession,
   type Message,
   send,
   textOf,
+  useSessionApp,
 } from '../helpers/sessions.ts';
 import { type SseEvent, StreamReader } from '../helpers/sse.ts';
 
 // --- the app, listening -------------------------------------------------------------------------------
 
-let t: TestApp;
-let base: string;
 const dispatcher = new Agent();
-
-before(async () => {
-  t = await buildSessionApp();
-  await t.app.listen({ port: 0, host: '127.0.0.1' });
-  const address = t.app.server.address();
-  assert.ok(address && typeof address === 'object');
-  base = `http://127.0.0.1:${address.port}`;
-});
-
-after(async () => {
-  await dispatcher.close();
-  await t?.close();
+// Registered before the app's hook: the client lets go of its connections before the app closes.
+after(() => dispatcher.close());
+let base: string;
+const t = useSessionApp({
+  setUp: async (app) => {
+    base = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  },
 });
 
 const streamPath = (sessionId: string) => `/v1/agents/sessions/${sessionId}/messages/stream`;

@@ -1,15 +1,10 @@
 // End-user routes of the server-side family: every status each route can answer, through app.inject.
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { describe, it } from 'node:test';
+import { useTestApp } from '../helpers/app.ts';
 
-let t: TestApp;
+const t = useTestApp();
 const headers = () => ({ 'x-api-key': t.apiKey });
-
-before(async () => {
-  t = await buildTestApp();
-});
-after(() => t.close());
 
 async function createUser(body: Record<string, unknown> = {}, key = t.apiKey) {
   const res = await t.app.inject({

@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
 import {
   initialPersistedSnapshot,
-  type Operation,
+  type OperationRef,
   persistedSnapshot,
   type RejectCode,
   type SessionContext,
@@ -75,11 +75,11 @@ async function flush(): Promise<void> {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 }
 
-function op(id: string, extra: Partial<Operation> = {}): Operation {
+function op(id: string, extra: Partial<OperationRef> = {}): OperationRef {
   return { id, kind: 'send', ...extra };
 }
 
-function submit(o: Operation, at = BEFORE): SessionEvent {
+function submit(o: OperationRef, at = BEFORE): SessionEvent {
   return { type: 'SUBMIT', op: o, at };
 }
 
@@ -98,7 +98,6 @@ function settledContext(overrides: Partial<SessionContext> = {}): SessionContext
   };
 }
 
-/** Restores a persisted snapshot (a JSON string) into a started actor of `machine`. */
 /**
  * Restores a persisted snapshot (a JSON string) into a started actor of `machine`. The input is required by
  * the types and ignored on restore; it is deliberately different from every session in these tests.
@@ -447,7 +446,7 @@ describe('session machine: persisted snapshots', () => {
     const h = harness();
     const actor = h.start();
     actor.send({ type: 'ACTIVITY', expiresAt: EXPIRES + 7, byUser: true });
-    const restored = restore(h.machine, persistedSnapshot(h.machine, actor.getSnapshot()));
+    const restored = restore(h.machine, persistedSnapshot(actor.getSnapshot()));
     const snap = restored.getSnapshot();
     assert.deepEqual(snap.value, { active: { turn: 'idle', inactivity: 'none' } });
     assert.equal(snap.status, 'active');
@@ -460,7 +459,7 @@ describe('session machine: persisted snapshots', () => {
     const h = harness();
     const actor = h.start({ maxWaiting: 3 });
     actor.send({ type: 'WARNED' });
-    const restored = restore(h.machine, persistedSnapshot(h.machine, actor.getSnapshot()));
+    const restored = restore(h.machine, persistedSnapshot(actor.getSnapshot()));
     const snap = restored.getSnapshot();
     assert.deepEqual(snap.value, { active: { turn: 'idle', inactivity: 'warned' } });
     assert.equal(snap.status, 'active');
@@ -480,7 +479,7 @@ describe('session machine: persisted snapshots', () => {
     assert.ok(live.matches({ active: { turn: 'running' } }));
     assert.equal(Object.keys(live.context.inflight).length, 2);
 
-    const json = persistedSnapshot(h.machine, live);
+    const json = persistedSnapshot(live);
     const parsed = JSON.parse(json);
     assert.deepEqual(parsed.value, { active: { turn: 'idle', inactivity: 'warned' } });
     assert.deepEqual(parsed.children, {}, 'no invoked operation is persisted');
@@ -503,7 +502,7 @@ describe('session machine: persisted snapshots', () => {
     const actor = h.start();
     actor.send({ type: 'ACTIVITY', expiresAt: EXPIRES + 3, byUser: true });
     actor.send({ type: 'CLOSED', closedAt: '2024-02-02T00:00:00.000Z', reason: 'terminated' });
-    const restored = restore(h.machine, persistedSnapshot(h.machine, actor.getSnapshot()));
+    const restored = restore(h.machine, persistedSnapshot(actor.getSnapshot()));
     const snap = restored.getSnapshot();
     assert.equal(snap.value, 'closed');
     assert.equal(snap.status, 'done');
@@ -523,7 +522,7 @@ describe('session machine: persisted snapshots', () => {
     const h = harness();
     const actor = h.start();
     actor.send({ type: 'EXPIRED' });
-    const restored = restore(h.machine, persistedSnapshot(h.machine, actor.getSnapshot()));
+    const restored = restore(h.machine, persistedSnapshot(actor.getSnapshot()));
     const snap = restored.getSnapshot();
     assert.equal(snap.value, 'expired');
     assert.equal(snap.status, 'done');
@@ -532,11 +531,33 @@ describe('session machine: persisted snapshots', () => {
     restored.stop();
   });
 
+  it('round-trips through JSON: a restored actor persists the very string it was restored from', () => {
+    const events: SessionEvent[][] = [
+      [],
+      [{ type: 'WARNED' }],
+      [{ type: 'ACTIVITY', expiresAt: EXPIRES + 9, byUser: false }],
+      [{ type: 'CLOSED', closedAt: '2024-05-05T00:00:00.000Z', reason: 'done' }],
+      [{ type: 'EXPIRED' }],
+    ];
+    for (const sent of events) {
+      const h = harness();
+      const actor = h.start({ maxWaiting: 5 });
+      actor.send(submit(op('running', { key: 'k', fingerprint: 'f' })));
+      for (const event of sent) actor.send(event);
+      const json = persistedSnapshot(actor.getSnapshot());
+      const restored = restore(h.machine, json);
+      assert.equal(persistedSnapshot(restored.getSnapshot()), json, `after ${JSON.stringify(sent)}`);
+      assert.equal(JSON.stringify(restored.getPersistedSnapshot()), json, 'xstate persists it alike');
+      restored.stop();
+      actor.stop();
+    }
+  });
+
   it('restores into the unprovided machine too, since the snapshot holds only JSON', () => {
     const h = harness();
     const actor = h.start();
     actor.send({ type: 'ACTIVITY', expiresAt: EXPIRES + 4, byUser: true });
-    const restored = restore(sessionMachine, persistedSnapshot(h.machine, actor.getSnapshot()));
+    const restored = restore(sessionMachine, persistedSnapshot(actor.getSnapshot()));
     assert.deepEqual(restored.getSnapshot().value, { active: { turn: 'idle', inactivity: 'none' } });
     assert.deepEqual(restored.getSnapshot().context, settledContext({ expiresAt: EXPIRES + 4 }));
     restored.stop();
@@ -554,9 +575,9 @@ describe('session machine: persisted snapshots', () => {
       const h = harness();
       const actor = h.start();
       actor.send({ type: 'WARNED' });
-      const ahead = persistedSnapshot(h.machine, actor.getSnapshot(), event);
+      const ahead = persistedSnapshot(actor.getSnapshot(), event);
       actor.send(event);
-      assert.deepEqual(JSON.parse(ahead), JSON.parse(persistedSnapshot(h.machine, actor.getSnapshot())));
+      assert.deepEqual(JSON.parse(ahead), JSON.parse(persistedSnapshot(actor.getSnapshot())));
       const live = JSON.parse(JSON.stringify(h.machine.getPersistedSnapshot(actor.getSnapshot())));
       assert.deepEqual(JSON.parse(ahead), live);
       actor.stop();
@@ -568,9 +589,9 @@ describe('session machine: persisted snapshots', () => {
       actor.send({ type: 'WARNED' });
       actor.send(submit(op('a', { key: 'k1', fingerprint: 'f1' })));
       actor.send(submit(op('b')));
-      const ahead = persistedSnapshot(h.machine, actor.getSnapshot(), event);
+      const ahead = persistedSnapshot(actor.getSnapshot(), event);
       actor.send(event);
-      assert.deepEqual(JSON.parse(ahead), JSON.parse(persistedSnapshot(h.machine, actor.getSnapshot())));
+      assert.deepEqual(JSON.parse(ahead), JSON.parse(persistedSnapshot(actor.getSnapshot())));
       assert.deepEqual(JSON.parse(ahead).value, settledValue(actor.getSnapshot().value));
       assert.equal(JSON.parse(ahead).context.expiresAt, actor.getSnapshot().context.expiresAt);
       actor.stop();
@@ -581,7 +602,7 @@ describe('session machine: persisted snapshots', () => {
     const h = harness();
     const actor = h.start();
     actor.send(submit(op('a')));
-    const json = persistedSnapshot(h.machine, actor.getSnapshot(), {
+    const json = persistedSnapshot(actor.getSnapshot(), {
       type: 'CLOSED',
       closedAt: '2024-04-04T00:00:00.000Z',
       reason: null,
@@ -603,7 +624,7 @@ describe('session machine: persisted snapshots', () => {
       { type: 'CLOSED', closedAt: '2024-04-04T00:00:00.000Z', reason: 'terminated' },
       { type: 'EXPIRED' },
     ] as SessionEvent[]) {
-      const snap = restore(h.machine, persistedSnapshot(h.machine, actor.getSnapshot(), event)).getSnapshot();
+      const snap = restore(h.machine, persistedSnapshot(actor.getSnapshot(), event)).getSnapshot();
       assert.equal(snap.status, 'done');
       assert.equal(snap.context.current, null);
       assert.deepEqual(snap.context.queue, []);
@@ -617,7 +638,7 @@ describe('session machine: persisted snapshots', () => {
     const actor = h.start();
     actor.send(submit(op('old', { key: 'k', fingerprint: 'f' })));
     actor.send(submit(op('old2')));
-    const json = persistedSnapshot(h.machine, actor.getSnapshot());
+    const json = persistedSnapshot(actor.getSnapshot());
     actor.stop();
 
     const restored = restore(h.machine, json);
@@ -641,7 +662,7 @@ describe('session machine: persisted snapshots', () => {
 
   it('restores the initial persisted snapshot to an idle session with the given deadline and an empty queue', async () => {
     const h = harness();
-    const json = initialPersistedSnapshot(h.machine, { sessionId: 'sess_new', expiresAt: 123_456 });
+    const json = initialPersistedSnapshot({ sessionId: 'sess_new', expiresAt: 123_456 });
     assert.equal(typeof json, 'string');
     const restored = restore(h.machine, json);
     const snap = restored.getSnapshot();
@@ -658,7 +679,7 @@ describe('session machine: persisted snapshots', () => {
   });
 
   it('keeps maxWaiting from the input in the initial persisted snapshot', () => {
-    const json = initialPersistedSnapshot(sessionMachine, { sessionId: 's', expiresAt: 1, maxWaiting: 2 });
+    const json = initialPersistedSnapshot({ sessionId: 's', expiresAt: 1, maxWaiting: 2 });
     assert.equal(JSON.parse(json).context.maxWaiting, 2);
   });
 });

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { PostgresStore } from '../../src/store/postgres.ts';
 import { postgresMigrations } from '../../src/store/postgres-migrations.ts';
 import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
-import { storeContract } from './contract.ts';
+import { storeContract } from './contract/index.ts';
 
 const created = await createTestDatabase();
 const latestVersion = Math.max(...postgresMigrations.map((m) => m.version));

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
@@ -11,12 +12,12 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { SqliteStore } from '../../src/store/sqlite.ts';
-import { type Migration, sqliteMigrations } from '../../src/store/sqlite-migrations.ts';
-import { makeTempDir } from '../helpers/app.ts';
-import { storeContract } from './contract.ts';
+import { sqliteMigrations } from '../../src/store/sqlite-migrations.ts';
+import type { Migration } from '../../src/store/store.ts';
+import { storeContract } from './contract/index.ts';
 
 storeContract('SqliteStore', async () => {
-  const dir = await makeTempDir('parley-store-');
+  const dir = await mkdtemp(join(tmpdir(), 'parley-store-'));
   return {
     store: new SqliteStore(join(dir, 'parley.db')),
     cleanup: () => rm(dir, { recursive: true, force: true }),
@@ -48,7 +49,7 @@ describe('SqliteStore on its file', () => {
   let dir: string;
   let file: string;
   beforeEach(async () => {
-    dir = await makeTempDir('parley-store-');
+    dir = await mkdtemp(join(tmpdir(), 'parley-store-'));
     file = join(dir, 'parley.db');
   });
   afterEach(async () => {

@@ -1,8 +1,10 @@
-// Finding `redis-server` and telling when it answers: shared by the tests, the bench and `npm run cluster`,
-// which each start a private one. PING is polled rather than the log parsed: its wording changes.
+// A private `redis-server`, as the tests, the bench and `npm run cluster` each start one: finding the
+// binary, its arguments and telling when it answers. PING is polled rather than the log parsed: its wording
+// changes between versions.
 import { accessSync, constants } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { Redis } from 'ioredis';
+import { pollUntil, type Readiness } from './processes.ts';
 
 /** The path of `redis-server` on PATH, or undefined. */
 export function findRedisServer(): string | undefined {
@@ -17,6 +19,12 @@ export function findRedisServer(): string | undefined {
     }
   }
   return undefined;
+}
+
+/** Arguments of a server on loopback `port` that persists nothing (its working files in `dir`, if given). */
+export function redisServerArgs(port: number, dir?: string): string[] {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'];
+  return dir === undefined ? args : [...args, '--dir', dir];
 }
 
 /** Whether the Redis at `url` answers PING now (one short attempt, no retries). */
@@ -36,4 +44,9 @@ export async function answersPing(url: string): Promise<boolean> {
   } finally {
     probe.disconnect();
   }
+}
+
+/** Waits up to 10 s for the server at `url` to answer PING, unless its process is `gone` first. */
+export function waitForPing(url: string, gone: () => boolean, intervalMs = 50): Promise<Readiness> {
+  return pollUntil(() => answersPing(url), { gone, timeoutMs: 10_000, intervalMs });
 }

@@ -1,0 +1,76 @@
+// Who waits on which operation, and answering them: with the operation's result, with the result of the
+// operation a duplicate joined (same Idempotency-Key, same request), or with an error. A streamed turn's
+// observer stays with its call until the turn ends. Calls are kept by kind so that each waiter gets its
+// kind's result type.
+import type { OperationKind, OperationRef } from '../machines/session.ts';
+import type { TurnObserver } from './operation-context.ts';
+import type { Operation, ResultOf } from './operations.ts';
+
+interface Waiter<R> {
+  resolve: (value: R) => void;
+  reject: (error: unknown) => void;
+}
+
+interface Call<K extends OperationKind> {
+  readonly op: Operation<K>;
+  readonly observer: TurnObserver | undefined;
+  readonly waiters: Waiter<ResultOf<K>>[];
+}
+
+type CallsByKind = { [K in OperationKind]: Map<string, Call<K>> };
+
+export class Calls {
+  readonly #byKind: CallsByKind = {
+    send: new Map(),
+    inactivity: new Map(),
+    terminate: new Map(),
+    expire: new Map(),
+  };
+
+  /** Waits for the answer to `op`; a second call with the same id (an expiry) waits for the same answer. */
+  open<K extends OperationKind>(op: Operation<K>, observer?: TurnObserver): Promise<ResultOf<K>> {
+    const calls: Map<string, Call<K>> = this.#byKind[op.kind];
+    return new Promise((resolve, reject) => {
+      const call = calls.get(op.id);
+      if (call) call.waiters.push({ resolve, reject });
+      else calls.set(op.id, { op, observer, waiters: [{ resolve, reject }] });
+    });
+  }
+
+  /** The call of an operation the machine starts. An expiry it queued by itself has no caller: it gets one. */
+  get<K extends OperationKind>(ref: { id: string; kind: K }): Call<K> | undefined {
+    if (ref.kind === 'expire' && !this.#byKind.expire.has(ref.id)) {
+      const op = { id: ref.id, kind: 'expire' as const, payload: null };
+      this.#byKind.expire.set(ref.id, { op, observer: undefined, waiters: [] });
+    }
+    const calls: Map<string, Call<K>> = this.#byKind[ref.kind];
+    return calls.get(ref.id);
+  }
+
+  resolve<K extends OperationKind>(ref: { id: string; kind: K }, value: ResultOf<K>): void {
+    const calls: Map<string, Call<K>> = this.#byKind[ref.kind];
+    const call = calls.get(ref.id);
+    calls.delete(ref.id);
+    for (const waiter of call?.waiters ?? []) waiter.resolve(value);
+  }
+
+  reject(ref: OperationRef, error: unknown): void {
+    const calls = this.#byKind[ref.kind];
+    const call = calls.get(ref.id);
+    calls.delete(ref.id);
+    for (const waiter of call?.waiters ?? []) waiter.reject(error);
+  }
+
+  /**
+   * `ref` repeats the send `target`, queued or running (same key, same request): its callers get the first
+   * attempt's answer, not its events. Only sends carry keys.
+   */
+  join(ref: OperationRef, target: string): void {
+    const joining = this.#byKind.send.get(ref.id);
+    this.#byKind.send.delete(ref.id);
+    const joined = this.#byKind.send.get(target);
+    if (!joining) return;
+    if (joined) joined.waiters.push(...joining.waiters);
+    else for (const waiter of joining.waiters) waiter.reject(new Error(`Joined ${target}, which is gone`));
+  }
+}

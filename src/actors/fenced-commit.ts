@@ -1,0 +1,48 @@
+// The fenced commit: a session's lasting change is written with its shard's fencing epoch and with the
+// snapshot its actor will have after the change's event; only then do the entry and the actor follow. A
+// refused epoch means another process owns the shard now: the shard is given up and the caller gets
+// shard_moving.
+import { shardMoving } from '../errors.ts';
+import { persistedSnapshot } from '../machines/session.ts';
+import { type Fence, type SessionWriteResult, StaleEpochError, type Store } from '../store/store.ts';
+import type { SessionChange } from './operation-context.ts';
+import type { SessionEntry } from './resident-actors.ts';
+
+export interface FencedCommitDeps {
+  store: Store;
+  /** The shard's fence, or null when this process may no longer write it. */
+  fence(shard: number): Fence | null;
+  /** A write of `shard` was refused for a stale epoch. */
+  lost(shard: number): void;
+}
+
+export async function commitFenced(
+  deps: FencedCommitDeps,
+  entry: SessionEntry,
+  change: SessionChange,
+): Promise<SessionWriteResult> {
+  const { id, shard } = entry.session;
+  const fence = deps.fence(shard);
+  if (!fence) throw shardMoving({ session_id: id });
+  const { event, patch, ...write } = change;
+  const snapshot = persistedSnapshot(entry.actor.getSnapshot(), event);
+  // Counted before writing: a write whose outcome is unknown may have changed a key's record too.
+  if (write.idempotency || write.idempotencyResponse) entry.keyedCommits++;
+  let result: SessionWriteResult;
+  try {
+    result = await deps.store.commitSession({
+      ...write,
+      session_id: id,
+      fence,
+      patch: { ...patch, snapshot },
+    });
+  } catch (err) {
+    if (!(err instanceof StaleEpochError)) throw err;
+    deps.lost(shard);
+    throw shardMoving({ session_id: id }, err);
+  }
+  entry.session.messages_count = result.messages_count;
+  if (entry.history && result.messages.length > 0) entry.history.push(...result.messages);
+  if (event) entry.actor.send(event);
+  return result;
+}

@@ -1,0 +1,62 @@
+// What an operation is given to do its work: the session's resident entry, the fenced commit of its lasting
+// changes, the caller's observer (streamed turns) and the shutdown signal. Operations see the host only
+// through this, and the host sees an operation only as a function of it (operations.ts).
+import type { Catalogue } from '../agents/catalogue.ts';
+import type { Provider } from '../agents/provider.ts';
+import { AppError } from '../errors.ts';
+import type { SessionEvent } from '../machines/session.ts';
+import type { MessageRecord, SessionWrite, SessionWriteResult, Store } from '../store/store.ts';
+import type { ActorMetrics } from './actor-metrics.ts';
+import type { KeyLookup } from './idempotency.ts';
+import type { SessionEntry } from './resident-actors.ts';
+
+/** One operation as its runner sees it: `P` is its kind's payload. */
+export interface OperationOf<P> {
+  id: string;
+  payload: P;
+  /** The Idempotency-Key it carries, with what the caller's lookup found under it (sends only). */
+  idempotency?: KeyLookup;
+}
+
+/**
+ * A session write without what the host adds (the fence and the snapshot), and the machine event it implies:
+ * the stored snapshot has the event applied, and the actor receives it once the write is committed.
+ */
+export type SessionChange = Omit<SessionWrite, 'session_id' | 'fence' | 'patch'> & {
+  patch?: Omit<SessionWrite['patch'], 'snapshot'>;
+  event?: SessionEvent;
+};
+
+/** Watches one turn as it happens, for a streamed reply. Called only after what it reports is committed. */
+export interface TurnObserver {
+  /** The turn's first message is stored; `replyId` is the id the agent's reply will have. */
+  started(turnId: string, message: MessageRecord, replyId: string | null): void;
+  /** A piece of the reply's text, as the model writes it. */
+  delta(text: string): void;
+}
+
+export interface OperationContext {
+  readonly entry: SessionEntry;
+  /** The caller's observer, when it asked for a streamed turn. */
+  readonly observer: TurnObserver | undefined;
+  /** Commits `change` with the shard's fence; the entry and its actor follow once it is written. */
+  commit(change: SessionChange): Promise<SessionWriteResult>;
+  /** Aborted when the host shuts down. */
+  readonly signal: AbortSignal;
+}
+
+/** What the operations use besides their context. */
+export interface OperationDeps {
+  store: Store;
+  catalogue: Catalogue;
+  providers: ReadonlyMap<string, Provider>;
+  metrics: ActorMetrics;
+}
+
+export function agentOf(deps: OperationDeps, agentId: string) {
+  const agent = deps.catalogue.get(agentId);
+  const provider = deps.providers.get(agentId);
+  if (!agent || !provider)
+    throw new AppError('agent_not_found', undefined, { context: { agent_id: agentId } });
+  return { agent, provider };
+}

@@ -1,0 +1,162 @@
+// The session actors resident in this process: activated from the store on first use (one load however
+// many callers ask at once), kept in least-recently-used order under a cap, and dropped when idle, handed
+// over, lost or shut down. What an actor holds is already committed, so dropping one writes nothing.
+import { createActor } from 'xstate';
+import type { Coordinator } from '../cluster/coordinator.ts';
+import { shardMoving } from '../errors.ts';
+import type { OperationRef, SessionActor, SessionMachine } from '../machines/session.ts';
+import type { MessageRecord, SessionRecord, Store } from '../store/store.ts';
+import type { ActorMetrics } from './actor-metrics.ts';
+
+export interface SessionEntry {
+  /** The session row as activated; `messages_count` follows the commits of this process. */
+  readonly session: SessionRecord;
+  /**
+   * The session's latest messages, oldest first, once a turn has read them: every commit appends what it
+   * stored, so a turn does not read its history back from the store. Gone with the actor.
+   */
+  history: MessageRecord[] | null;
+  readonly actor: SessionActor;
+  lastUsed: number;
+  /**
+   * How many commits may have written an Idempotency-Key record or answer: a key lookup made at an earlier
+   * count may be stale (idempotency.ts).
+   */
+  keyedCommits: number;
+}
+
+/** Why an actor left memory (the `reason` label of parley_actor_passivations_total). */
+export type DropReason = 'idle' | 'lru' | 'manual' | 'handover' | 'lost' | 'shutdown';
+
+export interface ResidentActorsOptions {
+  store: Store;
+  coordinator: Coordinator;
+  /** The machine with the host's actions provided: one for every session. */
+  machine: SessionMachine;
+  metrics: ActorMetrics;
+  /** Most actors kept in memory (DESIGN.md §10: 50,000). */
+  maxResident: number;
+  maxWaiting?: number;
+}
+
+export class ResidentActors {
+  readonly #o: ResidentActorsOptions;
+  /** In least-recently-used order: a use moves the entry to the end. */
+  readonly #entries = new Map<string, SessionEntry>();
+  readonly #activating = new Map<string, Promise<SessionEntry | null>>();
+
+  constructor(options: ResidentActorsOptions) {
+    this.#o = options;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** The session's entry if its actor is in memory now, without counting it as a use. */
+  resident(sessionId: string): SessionEntry | undefined {
+    return this.#entries.get(sessionId);
+  }
+
+  /** The session's entry, activating it when needed; null when there is no such session. */
+  async get(sessionId: string): Promise<SessionEntry | null> {
+    const resident = this.#entries.get(sessionId);
+    if (resident) {
+      resident.lastUsed = Date.now();
+      this.#entries.delete(sessionId);
+      this.#entries.set(sessionId, resident);
+      return resident;
+    }
+    let pending = this.#activating.get(sessionId);
+    if (!pending) {
+      pending = this.#activate(sessionId).finally(() => this.#activating.delete(sessionId));
+      this.#activating.set(sessionId, pending);
+    }
+    return pending;
+  }
+
+  /** Nothing runs or waits in the actor. */
+  isIdle(entry: SessionEntry): boolean {
+    const { context } = entry.actor.getSnapshot();
+    return context.current === null && context.queue.length === 0;
+  }
+
+  /** Drops the idle actors last used before `since`. */
+  passivateIdle(since: number): void {
+    for (const [id, entry] of this.#entries) {
+      if (entry.lastUsed < since && this.isIdle(entry)) this.drop(id, 'idle');
+    }
+  }
+
+  /** Drops the session's actor if it is idle; false when it is not resident or busy. */
+  passivate(sessionId: string): boolean {
+    const entry = this.#entries.get(sessionId);
+    if (!entry || !this.isIdle(entry)) return false;
+    this.drop(sessionId, 'manual');
+    return true;
+  }
+
+  /** The resident entries of `shards`. */
+  inShards(shards: ReadonlySet<number>): SessionEntry[] {
+    return [...this.#entries.values()].filter((entry) => shards.has(entry.session.shard));
+  }
+
+  /** Every resident session id. */
+  ids(): string[] {
+    return [...this.#entries.keys()];
+  }
+
+  /** Drops the session's actor; returns the operations that were still waiting in it, for their callers. */
+  drop(sessionId: string, reason: DropReason): OperationRef[] {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return [];
+    this.#entries.delete(sessionId);
+    const waiting = entry.actor.getSnapshot().context.queue;
+    entry.actor.stop();
+    this.#o.metrics.passivations.inc({ reason });
+    this.#o.metrics.resident.set(this.#entries.size);
+    return waiting;
+  }
+
+  async #activate(sessionId: string): Promise<SessionEntry | null> {
+    const loaded = await this.#o.store.loadSession(sessionId);
+    if (!loaded) return null;
+    const { session } = loaded;
+    if (!this.#o.coordinator.serves(session.shard)) throw shardMoving({ session_id: sessionId });
+    const actor = createSessionActor(this.#o, sessionId, session, loaded.snapshot);
+    const entry: SessionEntry = { session, history: null, actor, lastUsed: Date.now(), keyedCommits: 0 };
+    // In the map before it starts: its operations find their entry by session id.
+    this.#entries.set(sessionId, entry);
+    actor.start();
+    this.#o.metrics.activations.inc();
+    this.#evictOverCap(sessionId);
+    this.#o.metrics.resident.set(this.#entries.size);
+    return entry;
+  }
+
+  /** Drops the least recently used idle actors over the cap, never `keep` (just activated for a caller). */
+  #evictOverCap(keep: string): void {
+    if (this.#entries.size <= this.#o.maxResident) return;
+    for (const [id, entry] of this.#entries) {
+      if (this.#entries.size <= this.#o.maxResident) break;
+      if (id !== keep && this.isIdle(entry)) this.drop(id, 'lru');
+    }
+  }
+}
+
+/** The session's actor, not started, restored from its stored snapshot (or new, for a row without one). */
+function createSessionActor(
+  o: ResidentActorsOptions,
+  sessionId: string,
+  session: SessionRecord,
+  snapshot: string | null,
+): SessionActor {
+  return createActor(o.machine, {
+    ...(snapshot ? { snapshot: JSON.parse(snapshot) } : {}),
+    input: {
+      sessionId,
+      expiresAt: Date.parse(session.expires_at ?? '') || Date.now(),
+      maxWaiting: o.maxWaiting,
+    },
+  });
+}

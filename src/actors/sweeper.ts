@@ -1,0 +1,62 @@
+// The sweeper: every `sweepMs` it passivates the actors idle too long, expires the due sessions of the shards
+// this process serves and deletes Idempotency-Key records past retention. One sweep at a time; a failed
+// one is logged and the next retries.
+import type { Coordinator } from '../cluster/coordinator.ts';
+import type { Store } from '../store/store.ts';
+import type { ResidentActors } from './resident-actors.ts';
+
+/** Most due sessions expired by one sweep; the next sweep takes the rest. */
+const EXPIRIES_PER_SWEEP = 500;
+
+export interface SweeperOptions {
+  store: Store;
+  coordinator: Coordinator;
+  residents: ResidentActors;
+  /** Idle time after which an actor is passivated (10 min). */
+  idleMs: number;
+  sweepMs: number;
+  /** Expires the session if its time has passed. */
+  expireIfDue(sessionId: string): Promise<void>;
+  log?: { warn(obj: unknown, msg?: string): void };
+}
+
+export class Sweeper {
+  readonly #o: SweeperOptions;
+  #timer: NodeJS.Timeout | undefined;
+  #sweeping = false;
+
+  constructor(options: SweeperOptions) {
+    this.#o = options;
+  }
+
+  start(): void {
+    this.#timer = setInterval(() => void this.sweep(), this.#o.sweepMs);
+    this.#timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+
+  async sweep(): Promise<void> {
+    if (this.#sweeping) return;
+    this.#sweeping = true;
+    const { store, coordinator, residents, log } = this.#o;
+    try {
+      residents.passivateIdle(Date.now() - this.#o.idleMs);
+      const now = new Date().toISOString();
+      for (const id of await store.sessionsDueForExpiry(
+        now,
+        EXPIRIES_PER_SWEEP,
+        coordinator.servedShards(),
+      )) {
+        await this.#o.expireIfDue(id).catch((err) => log?.warn({ err, session_id: id }, 'expiry failed'));
+      }
+      await store.deleteExpiredIdempotencyRecords(now);
+    } catch (err) {
+      log?.warn({ err }, 'session sweep failed; the next one retries');
+    } finally {
+      this.#sweeping = false;
+    }
+  }
+}

@@ -1,0 +1,92 @@
+// Schemas of messages and of sending one, shared by both families: the creation request with its content
+// blocks, the Message resource, the Idempotency-Key header, and the answers a send gives (the reply as JSON,
+// the event stream, the errors a turn may end in).
+import { z } from 'zod';
+import { errorEnvelope, metadataSchema, text, timestamp } from './schemas.ts';
+
+export const MAX_TEXT = 32_000;
+export const MAX_BLOCKS = 16;
+
+/** A content block; without `type`, a block with `text` is text and one with `file_id` is a file. */
+export const contentBlockInput = z
+  .strictObject({
+    type: z.enum(['text', 'image', 'file']).optional(),
+    text: text().min(1).max(MAX_TEXT).optional(),
+    file_id: z.string().min(1).max(200).optional(),
+  })
+  .superRefine((block, ctx) => {
+    const type =
+      block.type ?? (block.text !== undefined ? 'text' : block.file_id !== undefined ? 'file' : null);
+    const need = type === 'text' ? 'text' : 'file_id';
+    const refuse = type === 'text' ? 'file_id' : 'text';
+    if (block[need] === undefined) {
+      ctx.addIssue({ code: 'custom', path: [need], message: 'Field required', params: { type: 'missing' } });
+    }
+    if (type !== null && block[refuse] !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [refuse],
+        message: `Not allowed in a ${type} block`,
+        params: { type: 'extra_forbidden' },
+      });
+    }
+  })
+  .meta({ id: 'ContentBlockCreate' });
+
+export const contentInput = z.union(
+  [text().min(1).max(MAX_TEXT), z.array(contentBlockInput).min(1).max(MAX_BLOCKS)],
+  { error: 'Input should be a string or a list of content blocks' },
+);
+
+export const messageRequest = z
+  .strictObject({
+    content: contentInput,
+    role: z.enum(['user', 'assistant']).default('user'),
+    metadata: metadataSchema.nullable().optional(),
+  })
+  .meta({ id: 'MessageCreate' });
+
+export type MessageRequest = z.infer<typeof messageRequest>;
+
+export const contentBlock = z
+  .discriminatedUnion('type', [
+    z.object({ type: z.literal('text'), text: z.string() }),
+    z.object({ type: z.literal('image'), file_id: z.string() }),
+    z.object({ type: z.literal('file'), file_id: z.string() }),
+  ])
+  .meta({ id: 'ContentBlock' });
+
+export const messageSchema = z
+  .object({
+    id: z.string(),
+    role: z.enum(['user', 'assistant']),
+    content: z.array(contentBlock),
+    created_at: timestamp,
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({ id: 'Message' });
+
+/** The Idempotency-Key header: 1–255 printable ASCII characters. */
+export const idempotencyHeaders = z.object({
+  'idempotency-key': z
+    .string()
+    .regex(/^[\x20-\x7e]{1,255}$/, 'An Idempotency-Key is 1 to 255 printable ASCII characters')
+    .optional(),
+});
+
+export const agentReply = z.object({ agent_message: messageSchema }).meta({ id: 'AgentReply' });
+
+/** The 200 answer of a streamed send, for the OpenAPI document. */
+export const sseResponse = {
+  description:
+    'Server-Sent Events: turn.started, message.delta…, message.completed, turn.completed (or turn.failed)',
+  content: { 'text/event-stream': { schema: z.string() } },
+};
+
+/** Errors a turn may end in, besides those of every authenticated route. */
+export const turnErrors = {
+  409: errorEnvelope,
+  502: errorEnvelope,
+  503: errorEnvelope,
+  504: errorEnvelope,
+} as const;

@@ -1,0 +1,25 @@
+// How a request names the session it acts on, in each family: with an API key, the path's session in the
+// key's tenant, usable only if the key may use its agent; with a session token, the token's conversation.
+import type { FastifyRequest } from 'fastify';
+import type { Authorize } from '../actors/session-service.ts';
+import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
+import { tokenOf } from './session-token-auth.ts';
+
+export interface SessionTarget {
+  tenantId: string;
+  sessionId: string;
+  /** Throws unless the caller may act on the session (run once it is found). */
+  authorize: Authorize;
+}
+
+export const keySession = (request: FastifyRequest, sessionId: string): SessionTarget => ({
+  tenantId: tenantOf(request),
+  sessionId,
+  authorize: (s) => assertAgentAllowed(request, s.agent_id),
+});
+
+export function tokenSession(request: FastifyRequest): SessionTarget {
+  const token = tokenOf(request);
+  // The token already names the conversation and its tenant: nothing more to authorize.
+  return { tenantId: token.tenantId, sessionId: token.conversationId, authorize: () => {} };
+}

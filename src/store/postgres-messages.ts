@@ -1,0 +1,79 @@
+// What PostgresStore keeps of a session's conversation besides the session row: messages (in `seq` order),
+// the conversation's feedback, and Idempotency-Key records (written by session commits; see
+// postgres-sessions.ts).
+import type { MessagePart } from './composed-store.ts';
+import type { Db } from './postgres-db.ts';
+import { now, toFeedback, toIdempotency, toMessage } from './rows.ts';
+import { postgresDialect, upsertFeedback } from './sql.ts';
+import { toPage } from './store.ts';
+
+/** The messages, feedback and Idempotency-Key records of PostgresStore, on its connection. */
+export function part(db: Db): MessagePart {
+  return {
+    async getMessage(tenantId, sessionId, messageId) {
+      const [row] = await db.rows(
+        `SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id
+           WHERE s.tenant_id = $1 AND m.session_id = $2 AND m.id = $3`,
+        [tenantId, sessionId, messageId],
+      );
+      return row ? toMessage(row) : null;
+    },
+
+    async listMessages(tenantId, sessionId, page) {
+      const owned = await db.rows('SELECT 1 FROM sessions WHERE tenant_id = $1 AND id = $2', [
+        tenantId,
+        sessionId,
+      ]);
+      if (owned.length === 0) return null;
+      const rows = await db.rows(
+        'SELECT * FROM messages WHERE session_id = $1 ORDER BY seq LIMIT $2 OFFSET $3',
+        [sessionId, page.limit + 1, page.offset],
+      );
+      return toPage(rows.map(toMessage), page);
+    },
+
+    async recentMessages(sessionId, limit) {
+      const rows = await db.rows(
+        `SELECT * FROM (SELECT * FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2) AS recent
+           ORDER BY seq`,
+        [sessionId, limit],
+      );
+      return rows.map(toMessage);
+    },
+
+    async turnMessages(sessionId, turnId) {
+      const rows = await db.rows(
+        'SELECT * FROM messages WHERE session_id = $1 AND turn_id = $2 ORDER BY seq',
+        [sessionId, turnId],
+      );
+      return rows.map(toMessage);
+    },
+
+    async upsertFeedback(sessionId, feedback) {
+      const { sql, values } = upsertFeedback(postgresDialect, sessionId, feedback, now());
+      const { rows } = await db.tx((c) => c.query(sql, values));
+      if (!rows[0]) throw new Error(`The feedback of session ${sessionId} was not stored`);
+      return toFeedback(rows[0]);
+    },
+
+    async getFeedback(sessionId) {
+      const [row] = await db.rows('SELECT * FROM feedback WHERE session_id = $1', [sessionId]);
+      return row ? toFeedback(row) : null;
+    },
+
+    async getIdempotencyRecord(sessionId, key) {
+      const [row] = await db.rows('SELECT * FROM idempotency_records WHERE session_id = $1 AND key = $2', [
+        sessionId,
+        key,
+      ]);
+      return row ? toIdempotency(row) : null;
+    },
+
+    async deleteExpiredIdempotencyRecords(at) {
+      const result = await db.tx((c) =>
+        c.query('DELETE FROM idempotency_records WHERE expires_at <= $1', [at]),
+      );
+      return result.rowCount ?? 0;
+    },
+  };
+}

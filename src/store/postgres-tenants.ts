@@ -1,0 +1,64 @@
+// Tenants and API keys of PostgresStore. Keys are found by the SHA-256 of the key; revoking one keeps it
+// listed with the time of its revocation.
+import type { TenantPart } from './composed-store.ts';
+import type { Db } from './postgres-db.ts';
+import { apiKeyRow, now, toApiKey, toTenant } from './rows.ts';
+import { insert, postgresDialect } from './sql.ts';
+
+/** The tenants and API keys of PostgresStore, on its connection. */
+export function part(db: Db): TenantPart {
+  return {
+    async createTenant(id, name) {
+      const tenant = { id, name, created_at: now() };
+      const { sql, values } = insert(postgresDialect, 'tenants', tenant);
+      await db.tx((c) => c.query(sql, values));
+      return tenant;
+    },
+
+    async getTenant(id) {
+      const [row] = await db.rows('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
+      return row ? toTenant(row) : null;
+    },
+
+    async listTenants() {
+      return (await db.rows('SELECT id, name, created_at FROM tenants ORDER BY created_at, id')).map(
+        toTenant,
+      );
+    },
+
+    async createApiKey(key) {
+      const row = apiKeyRow(key, now());
+      const { sql, values } = insert(postgresDialect, 'api_keys', row);
+      await db.tx((c) => c.query(sql, values));
+      return toApiKey(row);
+    },
+
+    async findApiKeyByHash(hash, options = {}) {
+      const sql = options.includeRevoked
+        ? 'SELECT * FROM api_keys WHERE hash = $1'
+        : 'SELECT * FROM api_keys WHERE hash = $1 AND revoked_at IS NULL';
+      const [row] = await db.rows(sql, [hash]);
+      return row ? toApiKey(row) : null;
+    },
+
+    async listApiKeys(tenantId) {
+      const rows =
+        tenantId === undefined
+          ? await db.rows('SELECT * FROM api_keys ORDER BY created_at, id')
+          : await db.rows('SELECT * FROM api_keys WHERE tenant_id = $1 ORDER BY created_at, id', [tenantId]);
+      return rows.map(toApiKey);
+    },
+
+    async revokeApiKey(id) {
+      const result = await db.tx((c) =>
+        c.query('UPDATE api_keys SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL', [now(), id]),
+      );
+      return result.rowCount === 1;
+    },
+
+    async countActiveApiKeys() {
+      const [row] = await db.rows('SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL');
+      return Number(row?.n);
+    },
+  };
+}

@@ -1,0 +1,291 @@
+// Rows and records, for both stores: the readers that turn a row of either driver into the records of
+// store.ts, and the rows (column → value) that records are written as. Both schemas keep instants and JSON
+// as text, so node:sqlite and pg hand back the same values; the one difference, PostgreSQL's BIGINT
+// arriving as a string, is handled where it occurs (toFile).
+import type {
+  ApiKeyRecord,
+  ContentBlock,
+  Feedback,
+  IdempotencyRecord,
+  JsonObject,
+  MessageRecord,
+  NewApiKey,
+  NewFile,
+  NewSession,
+  SessionRecord,
+  SessionStatus,
+  SessionWrite,
+  StoredFile,
+  Tenant,
+  User,
+  UserFields,
+} from './store.ts';
+
+/** A row as either driver returns it. */
+export type Row = Record<string, unknown>;
+
+/** What a statement's parameters may hold in both drivers. */
+export type SqlValue = string | number | null | Uint8Array;
+
+export const now = () => new Date().toISOString();
+export const json = (value: unknown) => JSON.stringify(value ?? {});
+
+/** The columns of a session as records show it: the user's reference comes from a join (`u`). */
+export const sessionColumns = `s.id, s.tenant_id, s.agent_id, s.user_id, u.reference AS user_reference, s.status,
+  s.created_at, s.updated_at, s.messages_count, s.last_message_at, s.closed_at, s.close_reason, s.expires_at,
+  s.context, s.metadata, s.shard`;
+
+// --- reading: the schema's types are checked, not assumed, so a mistake in a query fails loudly here
+
+function text(r: Row, column: string): string {
+  const value = r[column];
+  if (typeof value !== 'string') throw new TypeError(`Column ${column} is not text`);
+  return value;
+}
+
+function textOrNull(r: Row, column: string): string | null {
+  return r[column] === null || r[column] === undefined ? null : text(r, column);
+}
+
+function integer(r: Row, column: string): number {
+  const value = r[column];
+  if (typeof value !== 'number') throw new TypeError(`Column ${column} is not a number`);
+  return value;
+}
+
+function oneOf<T extends string>(r: Row, column: string, values: readonly T[]): T {
+  const found = values.find((v) => v === r[column]);
+  if (found === undefined) throw new TypeError(`Column ${column} holds an unknown value`);
+  return found;
+}
+
+/** A JSON object column; an absent one reads as `{}`. */
+const object = (r: Row, column: string): JsonObject => {
+  const value = r[column];
+  return typeof value === 'string' ? JSON.parse(value) : {};
+};
+
+const statuses: readonly SessionStatus[] = ['active', 'closed', 'expired'];
+const roles: readonly MessageRecord['role'][] = ['user', 'assistant'];
+
+export const toTenant = (r: Row): Tenant => ({
+  id: text(r, 'id'),
+  name: text(r, 'name'),
+  created_at: text(r, 'created_at'),
+});
+
+export const toApiKey = (r: Row): ApiKeyRecord => ({
+  id: text(r, 'id'),
+  tenant_id: text(r, 'tenant_id'),
+  prefix: text(r, 'prefix'),
+  agents: JSON.parse(text(r, 'agents')),
+  created_at: text(r, 'created_at'),
+  revoked_at: textOrNull(r, 'revoked_at'),
+});
+
+export const toUser = (r: Row): User => ({
+  id: text(r, 'id'),
+  created_at: text(r, 'created_at'),
+  updated_at: text(r, 'updated_at'),
+  reference: textOrNull(r, 'reference'),
+  name: textOrNull(r, 'name'),
+  email: textOrNull(r, 'email'),
+  phone: textOrNull(r, 'phone'),
+  metadata: object(r, 'metadata'),
+  info: object(r, 'info'),
+});
+
+export const toFile = (r: Row): StoredFile => ({
+  id: text(r, 'id'),
+  name: text(r, 'name'),
+  // PostgreSQL's BIGINT arrives as a string (pg does not guess at precision); sizes are far below 2^53.
+  size: Number(r.size),
+  mime_type: text(r, 'mime_type'),
+  created_at: text(r, 'created_at'),
+  metadata: object(r, 'metadata'),
+  session_id: textOrNull(r, 'session_id'),
+});
+
+export const toSession = (r: Row): SessionRecord => {
+  const userId = textOrNull(r, 'user_id');
+  return {
+    id: text(r, 'id'),
+    tenant_id: text(r, 'tenant_id'),
+    agent_id: text(r, 'agent_id'),
+    user: userId ? { id: userId, reference: textOrNull(r, 'user_reference') } : null,
+    status: oneOf(r, 'status', statuses),
+    created_at: text(r, 'created_at'),
+    updated_at: text(r, 'updated_at'),
+    messages_count: integer(r, 'messages_count'),
+    last_message_at: textOrNull(r, 'last_message_at'),
+    closed_at: textOrNull(r, 'closed_at'),
+    close_reason: textOrNull(r, 'close_reason'),
+    expires_at: textOrNull(r, 'expires_at'),
+    context: object(r, 'context'),
+    metadata: object(r, 'metadata'),
+    shard: integer(r, 'shard'),
+  };
+};
+
+/** A session and its actor snapshot, from a row of sessionColumns and `s.snapshot`. */
+export const toLoadedSession = (r: Row | undefined) =>
+  r ? { session: toSession(r), snapshot: textOrNull(r, 'snapshot') } : null;
+
+export const toMessage = (r: Row): MessageRecord => {
+  const content: ContentBlock[] = JSON.parse(text(r, 'content'));
+  return {
+    id: text(r, 'id'),
+    session_id: text(r, 'session_id'),
+    role: oneOf(r, 'role', roles),
+    content,
+    metadata: r.metadata === null ? null : object(r, 'metadata'),
+    created_at: text(r, 'created_at'),
+    turn_id: textOrNull(r, 'turn_id'),
+  };
+};
+
+export const toFeedback = (r: Row): Feedback => ({
+  id: text(r, 'id'),
+  session_id: text(r, 'session_id'),
+  score: integer(r, 'score'),
+  comment: textOrNull(r, 'comment'),
+  metadata: object(r, 'metadata'),
+  submitted_at: text(r, 'submitted_at'),
+});
+
+export const toIdempotency = (r: Row): IdempotencyRecord => {
+  const response = textOrNull(r, 'response');
+  return {
+    session_id: text(r, 'session_id'),
+    key: text(r, 'key'),
+    fingerprint: text(r, 'fingerprint'),
+    turn_id: text(r, 'turn_id'),
+    status_code: r.status_code === null || r.status_code === undefined ? null : integer(r, 'status_code'),
+    response: response === null ? null : JSON.parse(response),
+    created_at: text(r, 'created_at'),
+    expires_at: text(r, 'expires_at'),
+  };
+};
+
+// --- writing: each table's columns, named once, with the values a new record stores in them
+
+export const apiKeyRow = (key: NewApiKey, at: string) => ({
+  id: key.id,
+  tenant_id: key.tenant_id,
+  hash: key.hash,
+  prefix: key.prefix,
+  agents: JSON.stringify(key.agents),
+  created_at: at,
+});
+
+export const userRow = (tenantId: string, id: string, fields: UserFields, at: string) => ({
+  id,
+  tenant_id: tenantId,
+  reference: fields.reference ?? null,
+  name: fields.name ?? null,
+  email: fields.email ?? null,
+  phone: fields.phone ?? null,
+  metadata: json(fields.metadata),
+  info: json(fields.info),
+  created_at: at,
+  updated_at: at,
+});
+
+/** The columns a user update sets: only the fields given, objects as JSON text. */
+export function userChanges(fields: UserFields): [column: string, value: SqlValue][] {
+  const changes: [string, SqlValue][] = [];
+  for (const column of ['reference', 'name', 'email', 'phone'] as const) {
+    const value = fields[column];
+    if (value !== undefined) changes.push([column, value]);
+  }
+  for (const column of ['metadata', 'info'] as const) {
+    if (fields[column] !== undefined) changes.push([column, json(fields[column])]);
+  }
+  return changes;
+}
+
+export const storedFile = (file: NewFile, size: number, at: string): StoredFile => ({
+  id: file.id,
+  name: file.name,
+  size,
+  mime_type: file.mime_type,
+  created_at: at,
+  metadata: file.metadata,
+  session_id: file.session_id,
+});
+
+export const fileRow = (tenantId: string, file: StoredFile) => ({
+  id: file.id,
+  tenant_id: tenantId,
+  session_id: file.session_id,
+  name: file.name,
+  // Folded here, by the same toLowerCase as the name filter's prefix: both sides fold alike.
+  name_lower: file.name.toLowerCase(),
+  size: file.size,
+  mime_type: file.mime_type,
+  metadata: json(file.metadata),
+  created_at: file.created_at,
+});
+
+export const sessionRow = (tenantId: string, session: NewSession, at: string) => ({
+  id: session.id,
+  tenant_id: tenantId,
+  agent_id: session.agent_id,
+  user_id: session.user_id,
+  shard: session.shard,
+  status: 'active',
+  context: json(session.context),
+  metadata: json(session.metadata),
+  expires_at: new Date(session.expires_at).toISOString(),
+  snapshot: session.snapshot,
+  created_at: at,
+  updated_at: at,
+});
+
+/**
+ * The rows of the messages a write appends, numbered on from `lastSeq`, and the records they read back as.
+ * Each row keeps the fencing epoch it was written under.
+ */
+export function appendedMessages(write: SessionWrite, lastSeq: number, at: string) {
+  return (write.messages ?? []).map((m, i) => ({
+    row: {
+      id: m.id,
+      session_id: write.session_id,
+      seq: lastSeq + i + 1,
+      role: m.role,
+      content: JSON.stringify(m.content),
+      metadata: m.metadata === null ? null : JSON.stringify(m.metadata),
+      turn_id: m.turn_id,
+      created_at: at,
+      epoch: write.fence.epoch,
+    },
+    record: { ...m, session_id: write.session_id, created_at: at } satisfies MessageRecord,
+  }));
+}
+
+export const idempotencyRow = (
+  sessionId: string,
+  k: NonNullable<SessionWrite['idempotency']>,
+  at: string,
+) => ({
+  session_id: sessionId,
+  key: k.key,
+  fingerprint: k.fingerprint,
+  turn_id: k.turn_id,
+  user_message_id: k.user_message_id,
+  created_at: at,
+  expires_at: k.expires_at,
+});
+
+export const feedbackRow = (
+  sessionId: string,
+  feedback: Omit<Feedback, 'session_id' | 'submitted_at'>,
+  at: string,
+) => ({
+  id: feedback.id,
+  session_id: sessionId,
+  score: feedback.score,
+  comment: feedback.comment ?? null,
+  metadata: json(feedback.metadata),
+  submitted_at: at,
+});

@@ -1,0 +1,230 @@
+// The SQL both stores share: every statement built from filters, a patch or a table's columns is written
+// once here, for either dialect; fixed one-line lookups stay in each store's modules, in its own dialect.
+// Where the dialects differ inside a shared statement, the two Dialect objects below say how.
+import { feedbackRow, idempotencyRow, type SqlValue, sessionColumns, userChanges } from './rows.ts';
+import type {
+  Feedback,
+  FileFilter,
+  PageRequest,
+  SessionFilter,
+  SessionWrite,
+  UserFields,
+  UserFilter,
+} from './store.ts';
+
+export interface Dialect {
+  /** The placeholder of the n-th parameter, counting from 1. */
+  placeholder(n: number): string;
+  /** Orders rows created in the same millisecond: SQLite's rowid, PostgreSQL's identity column. */
+  rowOrder: string;
+  /** `column` is an element of the JSON array (text) held by the parameter `param`. */
+  inJsonArray(column: string, param: string, type: 'text' | 'int'): string;
+  /** `column` equals `param` ignoring the case of ASCII letters only, as SQLite's NOCASE does. */
+  equalsIgnoringCase(column: string, param: string): string;
+}
+
+export const sqliteDialect: Dialect = {
+  placeholder: () => '?',
+  rowOrder: 'rowid',
+  inJsonArray: (column, param) => `${column} IN (SELECT value FROM json_each(${param}))`,
+  equalsIgnoringCase: (column, param) => `${column} = ${param} COLLATE NOCASE`,
+};
+
+/** Folds ASCII letters only, whatever the database's locale (the users' email index uses the same). */
+const asciiFold = (expr: string) =>
+  `translate(${expr}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')`;
+
+export const postgresDialect: Dialect = {
+  placeholder: (n) => `$${n}`,
+  rowOrder: 'row_order',
+  inJsonArray: (column, param, type) =>
+    `${column} IN (SELECT json_array_elements_text(${param}::json)::${type})`,
+  equalsIgnoringCase: (column, param) => `${asciiFold(column)} = ${asciiFold(`${param}::text`)}`,
+};
+
+/** A statement and its parameters, ready for either driver. */
+export interface Statement {
+  sql: string;
+  values: SqlValue[];
+}
+
+/** Collects a statement's parameters, in the order the SQL text reads them (SQLite's `?` is positional). */
+class Query {
+  readonly values: SqlValue[] = [];
+  readonly #dialect: Dialect;
+
+  constructor(dialect: Dialect) {
+    this.#dialect = dialect;
+  }
+
+  /** Adds `value` as the next parameter and returns its placeholder. */
+  param(value: SqlValue): string {
+    this.values.push(value);
+    return this.#dialect.placeholder(this.values.length);
+  }
+
+  /** `WHERE …` of `conditions` in `orderBy` order, fetching one row more than the page (see toPage). */
+  paged(conditions: readonly string[], orderBy: string, page: PageRequest): string {
+    return `WHERE ${conditions.join(' AND ')} ORDER BY ${orderBy}
+      LIMIT ${this.param(page.limit + 1)} OFFSET ${this.param(page.offset)}`;
+  }
+
+  statement(sql: string): Statement {
+    return { sql, values: this.values };
+  }
+}
+
+/** Escapes LIKE wildcards so a user's `%` or `_` matches itself (used with ESCAPE '\'). */
+const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
+/** The exact instant of an ISO 8601 bound, as stored (UTC, milliseconds), so that text comparison works. */
+const instant = (iso: string) => new Date(iso).toISOString();
+
+/** Inserts `row`, a record of column → value. */
+export function insert(d: Dialect, table: string, row: Record<string, SqlValue>): Statement {
+  const q = new Query(d);
+  const placeholders = Object.values(row).map((value) => q.param(value));
+  return q.statement(
+    `INSERT INTO ${table} (${Object.keys(row).join(', ')}) VALUES (${placeholders.join(', ')})`,
+  );
+}
+
+// --- users and files
+
+export function listUsers(d: Dialect, tenantId: string, filter: UserFilter, page: PageRequest): Statement {
+  const q = new Query(d);
+  const where = [`tenant_id = ${q.param(tenantId)}`, 'deleted_at IS NULL'];
+  if (filter.reference !== undefined) where.push(`reference = ${q.param(filter.reference)}`);
+  if (filter.email !== undefined) where.push(d.equalsIgnoringCase('email', q.param(filter.email)));
+  return q.statement(`SELECT * FROM users ${q.paged(where, `created_at DESC, ${d.rowOrder} DESC`, page)}`);
+}
+
+/** Sets the given fields and `updated_at` of a live user, returning the row. */
+export function updateUser(
+  d: Dialect,
+  tenantId: string,
+  id: string,
+  fields: UserFields,
+  at: string,
+): Statement {
+  const q = new Query(d);
+  const sets = userChanges(fields).map(([column, value]) => `${column} = ${q.param(value)}`);
+  sets.push(`updated_at = ${q.param(at)}`);
+  return q.statement(`UPDATE users SET ${sets.join(', ')}
+    WHERE tenant_id = ${q.param(tenantId)} AND id = ${q.param(id)} AND deleted_at IS NULL RETURNING *`);
+}
+
+export function listFiles(d: Dialect, tenantId: string, filter: FileFilter, page: PageRequest): Statement {
+  const q = new Query(d);
+  const where = [`tenant_id = ${q.param(tenantId)}`];
+  if (filter.name !== undefined) {
+    // Both sides folded by toLowerCase (see fileRow).
+    where.push(`name_lower LIKE ${q.param(likePrefix(filter.name.toLowerCase()))} ESCAPE '\\'`);
+  }
+  if (filter.session_id !== undefined) where.push(`session_id = ${q.param(filter.session_id)}`);
+  if (filter.mime_type !== undefined) where.push(`mime_type = ${q.param(filter.mime_type)}`);
+  if (filter.created_after !== undefined) {
+    where.push(`created_at > ${q.param(instant(filter.created_after))}`);
+  }
+  if (filter.created_before !== undefined) {
+    where.push(`created_at < ${q.param(instant(filter.created_before))}`);
+  }
+  return q.statement(`SELECT * FROM files ${q.paged(where, `created_at DESC, ${d.rowOrder} DESC`, page)}`);
+}
+
+// --- sessions
+
+export function listSessions(
+  d: Dialect,
+  tenantId: string,
+  filter: SessionFilter,
+  page: PageRequest,
+): Statement {
+  const q = new Query(d);
+  const where = [`s.tenant_id = ${q.param(tenantId)}`];
+  if (filter.status !== undefined) where.push(`s.status = ${q.param(filter.status)}`);
+  if (filter.agent_id !== undefined) where.push(`s.agent_id = ${q.param(filter.agent_id)}`);
+  if (filter.user_id !== undefined) where.push(`s.user_id = ${q.param(filter.user_id)}`);
+  if (filter.agent_ids !== undefined) {
+    // One JSON parameter instead of a variable IN list keeps the statement the same (SQLite caches it).
+    where.push(d.inJsonArray('s.agent_id', q.param(JSON.stringify(filter.agent_ids)), 'text'));
+  }
+  return q.statement(`SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+    ${q.paged(where, `s.created_at DESC, s.${d.rowOrder} DESC`, page)}`);
+}
+
+export function sessionsDueForExpiry(
+  d: Dialect,
+  at: string,
+  limit: number,
+  shards: readonly number[] | undefined,
+): Statement {
+  const q = new Query(d);
+  const where = [`status = 'active'`, `expires_at < ${q.param(instant(at))}`];
+  if (shards) where.push(d.inJsonArray('shard', q.param(JSON.stringify(shards)), 'int'));
+  return q.statement(
+    `SELECT id FROM sessions WHERE ${where.join(' AND ')} ORDER BY expires_at LIMIT ${q.param(limit)}`,
+  );
+}
+
+/**
+ * The session row's part of a write: the patch's columns (a column left out keeps its value), the added
+ * messages' count, a new version and `updated_at`. Returns the new `messages_count`.
+ */
+export function patchSession(d: Dialect, write: SessionWrite, at: string): Statement {
+  const q = new Query(d);
+  const p = write.patch;
+  // Every parameter cast, so that PostgreSQL knows its type where coalesce cannot tell it.
+  const textParam = (value: string | null | undefined) => `CAST(${q.param(value ?? null)} AS TEXT)`;
+  const expiresAt = p.expires_at === undefined ? null : instant(p.expires_at);
+  return q.statement(`UPDATE sessions SET
+      status = coalesce(${textParam(p.status)}, status),
+      closed_at = coalesce(${textParam(p.closed_at)}, closed_at),
+      close_reason = CASE WHEN CAST(${q.param(p.close_reason === undefined ? 0 : 1)} AS INTEGER) = 1
+        THEN ${textParam(p.close_reason)} ELSE close_reason END,
+      expires_at = coalesce(${textParam(expiresAt)}, expires_at),
+      last_message_at = coalesce(${textParam(p.last_message_at)}, last_message_at),
+      messages_count = messages_count + CAST(${q.param(write.messages?.length ?? 0)} AS INTEGER),
+      snapshot = ${q.param(p.snapshot)}, version = version + 1, updated_at = ${q.param(at)}
+    WHERE id = ${q.param(write.session_id)} RETURNING messages_count`);
+}
+
+/** Records a new use of an Idempotency-Key, replacing the whole earlier record: a new use has no answer yet. */
+export function recordIdempotencyKey(d: Dialect, write: SessionWrite, at: string): Statement | null {
+  const k = write.idempotency;
+  if (!k) return null;
+  const { sql, values } = insert(d, 'idempotency_records', idempotencyRow(write.session_id, k, at));
+  return {
+    sql: `${sql} ON CONFLICT (session_id, key) DO UPDATE SET fingerprint = excluded.fingerprint,
+      turn_id = excluded.turn_id, user_message_id = excluded.user_message_id, status_code = NULL,
+      response = NULL, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+    values,
+  };
+}
+
+/** Stores the answer of a finished attempt against its key, for replays. */
+export function storeIdempotencyResponse(d: Dialect, write: SessionWrite): Statement | null {
+  const r = write.idempotencyResponse;
+  if (!r) return null;
+  const q = new Query(d);
+  return q.statement(`UPDATE idempotency_records
+    SET status_code = ${q.param(r.status_code)}, response = ${q.param(JSON.stringify(r.response))}
+    WHERE session_id = ${q.param(write.session_id)} AND key = ${q.param(r.key)}`);
+}
+
+// --- feedback
+
+/** Stores a conversation's feedback, replacing an earlier one but keeping its id; returns the row. */
+export function upsertFeedback(
+  d: Dialect,
+  sessionId: string,
+  feedback: Omit<Feedback, 'session_id' | 'submitted_at'>,
+  at: string,
+): Statement {
+  const { sql, values } = insert(d, 'feedback', feedbackRow(sessionId, feedback, at));
+  return {
+    sql: `${sql} ON CONFLICT (session_id) DO UPDATE SET score = excluded.score, comment = excluded.comment,
+      metadata = excluded.metadata, submitted_at = excluded.submitted_at RETURNING *`,
+    values,
+  };
+}

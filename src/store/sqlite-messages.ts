@@ -1,0 +1,71 @@
+// What SqliteStore keeps of a session's conversation besides the session row: messages (in `seq` order),
+// the conversation's feedback, and Idempotency-Key records (written by session commits; see
+// sqlite-sessions.ts).
+import type { MessagePart } from './composed-store.ts';
+import { now, toFeedback, toIdempotency, toMessage } from './rows.ts';
+import { sqliteDialect, upsertFeedback } from './sql.ts';
+import { get, type SqliteDb } from './sqlite-db.ts';
+import { toPage } from './store.ts';
+
+/** The messages, feedback and Idempotency-Key records of SqliteStore, on its connection. */
+export function part(db: SqliteDb): MessagePart {
+  return {
+    async getMessage(tenantId, sessionId, messageId) {
+      const row = db
+        .q(
+          `SELECT m.* FROM messages m JOIN sessions s ON s.id = m.session_id
+             WHERE s.tenant_id = ? AND m.session_id = ? AND m.id = ?`,
+        )
+        .get(tenantId, sessionId, messageId);
+      return row ? toMessage(row) : null;
+    },
+
+    async listMessages(tenantId, sessionId, page) {
+      const owned = db.q('SELECT 1 FROM sessions WHERE tenant_id = ? AND id = ?').get(tenantId, sessionId);
+      if (!owned) return null;
+      const rows = db
+        .q('SELECT * FROM messages WHERE session_id = ? ORDER BY seq LIMIT ? OFFSET ?')
+        .all(sessionId, page.limit + 1, page.offset);
+      return toPage(rows.map(toMessage), page);
+    },
+
+    async recentMessages(sessionId, limit) {
+      return db
+        .q(
+          'SELECT * FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq',
+        )
+        .all(sessionId, limit)
+        .map(toMessage);
+    },
+
+    async turnMessages(sessionId, turnId) {
+      return db
+        .q('SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq')
+        .all(sessionId, turnId)
+        .map(toMessage);
+    },
+
+    async upsertFeedback(sessionId, feedback) {
+      const row = db.write(() => get(db, upsertFeedback(sqliteDialect, sessionId, feedback, now())));
+      if (!row) throw new Error(`The feedback of session ${sessionId} was not stored`);
+      return toFeedback(row);
+    },
+
+    async getFeedback(sessionId) {
+      const row = db.q('SELECT * FROM feedback WHERE session_id = ?').get(sessionId);
+      return row ? toFeedback(row) : null;
+    },
+
+    async getIdempotencyRecord(sessionId, key) {
+      const row = db
+        .q('SELECT * FROM idempotency_records WHERE session_id = ? AND key = ?')
+        .get(sessionId, key);
+      return row ? toIdempotency(row) : null;
+    },
+
+    async deleteExpiredIdempotencyRecords(at) {
+      const result = db.write(() => db.q('DELETE FROM idempotency_records WHERE expires_at <= ?').run(at));
+      return Number(result.changes);
+    },
+  };
+}

@@ -1,0 +1,109 @@
+// Sessions of SqliteStore: shard claims, fenced inserts, reads, and the one session write that every commit
+// applies (SqliteStore groups those writes into transactions; see sqlite.ts). A write whose fence is stale
+// throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
+import type { SessionPart } from './composed-store.ts';
+import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from './rows.ts';
+import {
+  insert,
+  listSessions,
+  patchSession,
+  recordIdempotencyKey,
+  sessionsDueForExpiry,
+  sqliteDialect,
+  storeIdempotencyResponse,
+} from './sql.ts';
+import { all, get, run, type SqliteDb } from './sqlite-db.ts';
+import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
+
+/** The sessions of SqliteStore, on its connection. */
+export function part(db: SqliteDb): SessionPart {
+  /** Throws StaleEpochError unless the shard's epoch is still the writer's; call inside db.write. */
+  function checkFence(fence: Fence): void {
+    const row = db.q('SELECT epoch FROM shard_owner WHERE shard = ?').get(fence.shard);
+    if (row?.epoch !== fence.epoch) throw new StaleEpochError(fence.shard);
+  }
+
+  const sessions: SessionPart = {
+    async claimShards(owner, shards) {
+      const at = now();
+      return db.write(() => {
+        const claimed = new Map<number, number>();
+        const claim = db.q(
+          'UPDATE shard_owner SET epoch = epoch + 1, owner = ?, updated_at = ? WHERE shard = ? RETURNING epoch',
+        );
+        for (const shard of shards) {
+          const row = claim.get(owner, at, shard);
+          if (!row) throw new RangeError(`There is no shard ${shard}`);
+          claimed.set(shard, Number(row.epoch));
+        }
+        return claimed;
+      });
+    },
+
+    async createSession(tenantId, session, fence) {
+      const at = now();
+      db.write(() => {
+        checkFence(fence);
+        if (session.shard !== fence.shard) throw new StaleEpochError(session.shard);
+        if (session.user_id !== null) {
+          const user = db
+            .q('SELECT 1 FROM users WHERE id = ? AND tenant_id = ?')
+            .get(session.user_id, tenantId);
+          if (!user) throw new Error(`User ${session.user_id} is not a user of tenant ${tenantId}`);
+        }
+        run(db, insert(sqliteDialect, 'sessions', sessionRow(tenantId, session, at)));
+      });
+      const created = await sessions.getSession(tenantId, session.id);
+      if (!created) throw new Error(`Session ${session.id} vanished after its insert`);
+      return created;
+    },
+
+    async getSession(tenantId, id) {
+      const row = db
+        .q(
+          `SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+             WHERE s.tenant_id = ? AND s.id = ?`,
+        )
+        .get(tenantId, id);
+      return row ? toSession(row) : null;
+    },
+
+    async loadSession(id) {
+      const sql = `SELECT ${sessionColumns}, s.snapshot FROM sessions s LEFT JOIN users u ON u.id = s.user_id
+        WHERE s.id = ?`;
+      return toLoadedSession(db.q(sql).get(id));
+    },
+
+    async listSessions(tenantId, filter, page) {
+      return toPage(all(db, listSessions(sqliteDialect, tenantId, filter, page)).map(toSession), page);
+    },
+
+    async sessionsDueForExpiry(at, limit, shards) {
+      return all(db, sessionsDueForExpiry(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
+    },
+  };
+  return sessions;
+}
+
+/** Applies one session write, fenced; call inside db.write (alone, or in a savepoint of a group). */
+export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWriteResult {
+  const at = write.at ?? now();
+  // The fence and the session's own shard in one lookup: a fence of another shard proves nothing.
+  const owner = db
+    .q('SELECT s.shard, o.epoch FROM sessions s LEFT JOIN shard_owner o ON o.shard = s.shard WHERE s.id = ?')
+    .get(write.session_id);
+  if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
+  if (owner.shard !== write.fence.shard || owner.epoch !== write.fence.epoch) {
+    throw new StaleEpochError(Number(owner.shard));
+  }
+  const row = get(db, patchSession(sqliteDialect, write, at));
+  const messagesCount = Number(row?.messages_count);
+  // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
+  const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
+  for (const { row } of appended) run(db, insert(sqliteDialect, 'messages', row));
+  const idempotency = recordIdempotencyKey(sqliteDialect, write, at);
+  if (idempotency) run(db, idempotency);
+  const response = storeIdempotencyResponse(sqliteDialect, write);
+  if (response) run(db, response);
+  return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
+}

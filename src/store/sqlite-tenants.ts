@@ -1,0 +1,60 @@
+// Tenants and API keys of SqliteStore. Keys are found by the SHA-256 of the key; revoking one keeps it
+// listed with the time of its revocation.
+import type { TenantPart } from './composed-store.ts';
+import { apiKeyRow, now, toApiKey, toTenant } from './rows.ts';
+import { insert, sqliteDialect } from './sql.ts';
+import { run, type SqliteDb } from './sqlite-db.ts';
+
+/** The tenants and API keys of SqliteStore, on its connection. */
+export function part(db: SqliteDb): TenantPart {
+  return {
+    async createTenant(id, name) {
+      const tenant = { id, name, created_at: now() };
+      db.write(() => run(db, insert(sqliteDialect, 'tenants', tenant)));
+      return tenant;
+    },
+
+    async getTenant(id) {
+      const row = db.q('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id);
+      return row ? toTenant(row) : null;
+    },
+
+    async listTenants() {
+      return db.q('SELECT id, name, created_at FROM tenants ORDER BY created_at, id').all().map(toTenant);
+    },
+
+    async createApiKey(key) {
+      const row = apiKeyRow(key, now());
+      db.write(() => run(db, insert(sqliteDialect, 'api_keys', row)));
+      return toApiKey(row);
+    },
+
+    async findApiKeyByHash(hash, options = {}) {
+      const sql = options.includeRevoked
+        ? 'SELECT * FROM api_keys WHERE hash = ?'
+        : 'SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL';
+      const row = db.q(sql).get(hash);
+      return row ? toApiKey(row) : null;
+    },
+
+    async listApiKeys(tenantId) {
+      const rows =
+        tenantId === undefined
+          ? db.q('SELECT * FROM api_keys ORDER BY created_at, id').all()
+          : db.q('SELECT * FROM api_keys WHERE tenant_id = ? ORDER BY created_at, id').all(tenantId);
+      return rows.map(toApiKey);
+    },
+
+    async revokeApiKey(id) {
+      const result = db.write(() =>
+        db.q('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now(), id),
+      );
+      return Number(result.changes) === 1;
+    },
+
+    async countActiveApiKeys() {
+      const row = db.q('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL').get();
+      return Number(row?.n);
+    },
+  };
+}

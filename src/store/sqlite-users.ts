@@ -1,0 +1,62 @@
+// Users of SqliteStore: live users by tenant, references unique among the live ones (a partial unique
+// index), deletes soft (they free the reference).
+import { AppError } from '../errors.ts';
+import type { UserPart } from './composed-store.ts';
+import { now, toUser, userRow } from './rows.ts';
+import { insert, listUsers, sqliteDialect, updateUser } from './sql.ts';
+import { all, get, run, SQLITE_CONSTRAINT_UNIQUE, type SqliteDb, sqliteCode } from './sqlite-db.ts';
+import { toPage } from './store.ts';
+
+/** The error to throw for `err`: a taken reference becomes the API's conflict, anything else stays. */
+function referenceConflict(err: unknown, reference: string | null | undefined): unknown {
+  const taken =
+    sqliteCode(err) === SQLITE_CONSTRAINT_UNIQUE && err instanceof Error && err.message.includes('users.');
+  return taken ? new AppError('user_reference_conflict', undefined, { context: { reference } }) : err;
+}
+
+/** The users of SqliteStore, on its connection. */
+export function part(db: SqliteDb): UserPart {
+  return {
+    async createUser(tenantId, id, fields) {
+      const row = userRow(tenantId, id, fields, now());
+      try {
+        db.write(() => run(db, insert(sqliteDialect, 'users', row)));
+      } catch (err) {
+        throw referenceConflict(err, fields.reference);
+      }
+      return toUser(row);
+    },
+
+    async getUser(tenantId, id) {
+      const row = db
+        .q('SELECT * FROM users WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL')
+        .get(tenantId, id);
+      return row ? toUser(row) : null;
+    },
+
+    async listUsers(tenantId, filter, page) {
+      return toPage(all(db, listUsers(sqliteDialect, tenantId, filter, page)).map(toUser), page);
+    },
+
+    async updateUser(tenantId, id, fields) {
+      try {
+        const row = db.write(() => get(db, updateUser(sqliteDialect, tenantId, id, fields, now())));
+        return row ? toUser(row) : null;
+      } catch (err) {
+        throw referenceConflict(err, fields.reference);
+      }
+    },
+
+    async deleteUser(tenantId, id) {
+      const at = now();
+      const result = db.write(() =>
+        db
+          .q(
+            'UPDATE users SET deleted_at = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL',
+          )
+          .run(at, at, tenantId, id),
+      );
+      return Number(result.changes) === 1;
+    },
+  };
+}

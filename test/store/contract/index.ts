@@ -1,0 +1,36 @@
+// The Store contract: one suite that every Store implementation must pass, so that SQLite and PostgreSQL
+// behave alike behind the API. An implementation's test file calls storeContract with a factory; the
+// areas of the suite are the other modules of this folder.
+import { describe } from 'node:test';
+import { commitSession } from './commits.ts';
+import { feedback } from './feedback.ts';
+import { files } from './files.ts';
+import { idempotencyRecords } from './idempotency.ts';
+import { lifecycle } from './lifecycle.ts';
+import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } from './sessions.ts';
+import { type OpenStore, sessionFixture, useStore } from './support.ts';
+import { apiKeys, tenants } from './tenants.ts';
+import { users } from './users.ts';
+
+export type { OpenStore } from './support.ts';
+
+export function storeContract(name: string, open: OpenStore): void {
+  describe(`${name} meets the Store contract`, () => {
+    lifecycle(open);
+    tenants(open);
+    apiKeys(open);
+    users(open);
+    files(open);
+    describe('sessions, messages, fencing and idempotency records', () => {
+      const f = sessionFixture(useStore(open, { migrate: true }));
+      claimShards(f);
+      createAndRead(f);
+      commitSession(f);
+      idempotencyRecords(f);
+      listSessions(f);
+      dueForExpiry(f);
+      readMessages(f);
+    });
+    feedback(open);
+  });
+}
