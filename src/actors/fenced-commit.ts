@@ -26,8 +26,7 @@ export async function commitFenced(
   if (!fence) throw shardMoving({ session_id: id });
   const { event, patch, ...write } = change;
   const snapshot = persistedSnapshot(entry.actor.getSnapshot(), event);
-  // Counted before writing: a write whose outcome is unknown may have changed a key's record too.
-  if (write.idempotency || write.idempotencyResponse) entry.keyedCommits++;
+  const keyed = write.idempotency !== undefined || write.idempotencyResponse !== undefined;
   let result: SessionWriteResult;
   try {
     result = await deps.store.commitSession({
@@ -40,6 +39,10 @@ export async function commitFenced(
     if (!(err instanceof StaleEpochError)) throw err;
     deps.lost(shard);
     throw shardMoving({ session_id: id }, err);
+  } finally {
+    // Counted once the write has settled, whatever its outcome (a failed one may still have landed): a
+    // key lookup that read while it was in flight took the count from before it, and so reads again.
+    if (keyed) entry.keyedCommits++;
   }
   entry.session.messages_count = result.messages_count;
   if (entry.history && result.messages.length > 0) entry.history.push(...result.messages);

@@ -75,4 +75,92 @@ describe('Idempotency-Key in the session actor', () => {
       watch.restore();
     }
   });
+
+  /**
+   * Holds the first attempt's keyed commit (the one `gate` picks) in flight, lets the retry's lookup read
+   * the record as it stood before it, then lets the first attempt finish before that lookup returns: the
+   * retry reaches the actor after the first attempt, with a lookup that is stale though no commit began
+   * after it was read.
+   */
+  async function retryDuringKeyedCommit(
+    sessionId: string,
+    body: Record<string, unknown>,
+    gate: (write: { idempotency?: unknown; idempotencyResponse?: unknown }) => boolean,
+  ) {
+    const { store } = t;
+    const commit = store.commitSession.bind(store);
+    const headers = { 'idempotency-key': `k-${gate.name}` };
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let inFlight: () => void = () => {};
+    const commitInFlight = new Promise<void>((resolve) => {
+      inFlight = resolve;
+    });
+    let gated = false;
+    store.commitSession = async (write) => {
+      if (!gated && gate(write)) {
+        gated = true;
+        inFlight();
+        await released;
+      }
+      return commit(write);
+    };
+    let first: Promise<LightMyRequestResponse> | undefined;
+    let holding = false;
+    const watch = watchKeyReads(t, async () => {
+      if (!holding) return;
+      holding = false;
+      release();
+      await first;
+    });
+    try {
+      first = send(t, sessionId, body, headers);
+      await commitInFlight;
+      holding = true;
+      const retry = await send(t, sessionId, body, headers);
+      return { first: await first, retry };
+    } finally {
+      store.commitSession = commit;
+      watch.restore();
+    }
+  }
+
+  it('replays a first attempt whose reply was being committed while the retry read its key', async () => {
+    const s = await createSession(t);
+    const { first, retry } = await retryDuringKeyedCommit(
+      s.id,
+      { content: 'a question' },
+      function replyCommit(write) {
+        return write.idempotencyResponse !== undefined;
+      },
+    );
+    assert.equal(first.statusCode, 201, first.body);
+    assert.equal(retry.statusCode, 201, retry.body);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(retry.json().agent_message, first.json().agent_message);
+    assert.deepEqual(
+      (await allMessages(t, s.id)).map((m) => m.role),
+      ['user', 'assistant'],
+    );
+  });
+
+  it('stores an authored reply once when its retry read the key while it was being committed', async () => {
+    const s = await createSession(t);
+    const { first, retry } = await retryDuringKeyedCommit(
+      s.id,
+      { content: 'a hand-off', role: 'assistant' },
+      function keyCommit(write) {
+        return write.idempotency !== undefined;
+      },
+    );
+    assert.equal(first.statusCode, 201, first.body);
+    assert.equal(retry.statusCode, 201, retry.body);
+    assert.equal(retry.headers['idempotent-replayed'], 'true');
+    assert.deepEqual(
+      (await allMessages(t, s.id)).map((m) => m.role),
+      ['assistant'],
+    );
+  });
 });
