@@ -210,25 +210,30 @@ export class SessionHost implements ShardHandler {
         ? Promise.reject(shardMoving({ session_id: sessionId }))
         : this.#execute(entry, op);
     this.#running.add(work);
+    let answer: () => void;
     try {
-      await work;
+      answer = await work;
     } catch (err) {
-      this.#calls.reject(op, err);
+      answer = () => this.#calls.reject(op, err);
     } finally {
       this.#running.delete(work);
     }
+    // The callers are answered and the actor told in one step: a duplicate reaching the machine in between
+    // would be joined to this operation while its call is already gone.
+    answer();
     // A closed or expired session's actor is done, and a dropped one stopped: neither runs anything more.
     if (actor.getSnapshot().status === 'active') actor.send({ type: 'DONE', opId: op.id });
   }
 
-  /** Runs the operation `ref` names in its session's context and answers its callers with the result. */
+  /** Runs the operation `ref` names in its session's context; returns how to answer its callers. */
   async #execute<K extends OperationKind>(
     entry: SessionEntry,
     ref: OperationRef & { kind: K },
-  ): Promise<void> {
+  ): Promise<() => void> {
     const call = this.#calls.get(ref);
-    if (!call) return;
-    this.#calls.resolve(ref, await this.#o.run(this.#context(entry, call.observer), call.op));
+    if (!call) return () => {};
+    const value = await this.#o.run(this.#context(entry, call.observer), call.op);
+    return () => this.#calls.resolve(ref, value);
   }
 
   #context(entry: SessionEntry, observer: TurnObserver | undefined): OperationContext {
