@@ -27,6 +27,7 @@ import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
+import { requireDeclaredSessions } from './http/route-config.ts';
 import { validatorCompiler } from './http/validation.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -180,6 +181,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const sessions = new SessionService({ store, host, coordinator, catalogue });
   app.decorate('sessionHost', host);
 
+  requireDeclaredSessions(app);
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
   await app.register(apiFamily, { store, config, sessions, tokens, redis });

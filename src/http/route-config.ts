@@ -1,6 +1,7 @@
 // What a route declares in its Fastify `config` for the hooks that act outside it: which session it acts on
 // or that it creates one (cluster/forwarding.ts sends the request to that session's owner), and its upload
 // limit (reported in a 413). Declared, not guessed from parameter names, so a new route opts in explicitly.
+import type { FastifyInstance } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -21,3 +22,18 @@ export const onConversation = { session: 'conversation_id' } as const;
 
 /** A route that creates a session (sessions, conversations, run). */
 export const createsSession = { createsSession: true } as const;
+
+/**
+ * Refuses, at start, a route whose path names a session but that does not declare it: in cluster mode such
+ * a route would be served by whichever process received it, not by the session's owner.
+ */
+export function requireDeclaredSessions(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const named = /:(session_id|conversation_id)\b/.exec(route.url)?.[1];
+    if (named && route.config?.session !== named) {
+      throw new Error(
+        `Route ${route.method} ${route.url} names :${named} but does not declare config.session`,
+      );
+    }
+  });
+}
