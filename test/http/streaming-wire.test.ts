@@ -24,12 +24,13 @@ const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ delta: 
 const DONE = 'data: [DONE]\n\n';
 
 /**
- * The 1 KiB pieces the `flood` model sends, each numbered so that order and loss are visible. 8 MiB: on
- * loopback the kernel's socket buffers alone take about 4 MB from a client that reads nothing, so a reply
- * of 3 MB would never hold the server back.
+ * The 1 KiB pieces the `flood` model sends, each numbered so that order and loss are visible. 16 MiB: on
+ * loopback the kernel's socket buffers alone take about 4 MB from a client that reads nothing (a little
+ * more at times: with 8 MiB, 4,145 of 8,000 pieces once went out as events of their own before the server
+ * was held back), so a reply of 3 MB would never hold the server back, and one of 8 MiB only barely.
  */
-const FLOOD_PIECES = 8000;
-const floodPiece = (i: number) => `<${String(i).padStart(4, '0')}>`.padEnd(1024, 'x');
+const FLOOD_PIECES = 16_000;
+const floodPiece = (i: number) => `<${String(i).padStart(5, '0')}>`.padEnd(1024, 'x');
 const floodText = Array.from({ length: FLOOD_PIECES }, (_, i) => floodPiece(i)).join('');
 
 const fakeCalls = new Map<string, number>();
