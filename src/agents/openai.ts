@@ -2,7 +2,7 @@
 // server). Always streamed, so that callModel's stall timeout sees text as it arrives.
 import { createParser } from 'eventsource-parser';
 import { type Dispatcher, Pool } from 'undici';
-import { escapeBlock } from './prompt.ts';
+import { fileBlock } from './prompt.ts';
 import type { ModelMessage, ModelPart, ModelReply, ModelRequest, Provider, Usage } from './provider.ts';
 import { ProviderError } from './provider.ts';
 
@@ -103,8 +103,7 @@ function toMessage(message: ModelMessage): { role: string; content: string | Con
 function toPart(part: ModelPart): ContentPart {
   if (part.type === 'text') return { type: 'text', text: part.text };
   if (part.type === 'file' && INLINE_MIMES.has(part.mime_type.split(';')[0]?.trim().toLowerCase() ?? '')) {
-    const name = escapeBlock(part.name);
-    return { type: 'text', text: `<file name="${name}">\n${part.data.toString('utf8')}\n</file>` };
+    return { type: 'text', text: fileBlock(part.name, part.data.toString('utf8')) };
   }
   const url = `data:${part.mime_type};base64,${part.data.toString('base64')}`;
   if (part.type === 'image') return { type: 'image_url', image_url: { url } };

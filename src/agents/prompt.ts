@@ -13,6 +13,14 @@ export function escapeBlock(text: string): string {
 const line = (key: string, value: unknown) =>
   `${/^[\w.-]+$/.test(key) ? key : JSON.stringify(key)}: ${JSON.stringify(value)}`;
 
+/**
+ * A text file inlined for the model: its name (quotes too, so it stays one attribute) and its content are
+ * escaped like a block's values, so neither can close the `<file>` wrapper or forge another one.
+ */
+export function fileBlock(name: string, content: string): string {
+  return `<file name="${escapeBlock(name).replaceAll('"', '&quot;')}">\n${escapeBlock(content)}\n</file>`;
+}
+
 function block(tag: string, lines: string[]): string {
   return `<${tag}>\n${lines.map(escapeBlock).join('\n')}\n</${tag}>`;
 }

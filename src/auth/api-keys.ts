@@ -34,7 +34,8 @@ export function scopeAllows(scope: AgentScope, agentId: string): boolean {
 /**
  * For development and containers: makes `key` a key of tenant `default` (every agent), creating the
  * tenant when absent. A key that exists already, even revoked, is left as it is: revocation must
- * survive a restart with the same environment. Returns the key record.
+ * survive a restart with the same environment. Nodes starting together may all find nothing: creating the
+ * tenant and the key is idempotent at the store, so each gets the one record. Returns the key record.
  */
 export async function ensureBootstrapKey(store: Store, key: string): Promise<ApiKeyRecord> {
   const hash = hashApiKey(key);

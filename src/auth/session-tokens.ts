@@ -1,5 +1,6 @@
 // Session tokens of the public family: short-lived HS256 JWTs (jose) that name one conversation, its
-// tenant and agent (DESIGN.md §7). Only this module signs or reads them; the algorithm is pinned on verify.
+// tenant and agent (DESIGN.md §7), and the API key that minted them (`kid`): a token dies with its key
+// (DESIGN.md §16). Only this module signs or reads them; the algorithm is pinned on verify.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import { z } from 'zod';
 import { type Config, ConfigError } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
+import type { Store } from '../store/store.ts';
 
 const ISSUER = 'parley';
 const AUDIENCE = 'parley-public';
@@ -18,6 +20,8 @@ export interface SessionTokenClaims {
   conversationId: string;
   tenantId: string;
   agentId: string;
+  /** The API key that minted the token. */
+  keyId: string;
   jti: string;
   expiresAt: string;
 }
@@ -26,6 +30,8 @@ const claimsSchema = z.object({
   sub: z.string().min(1),
   tid: z.string().min(1),
   agt: z.string().min(1),
+  // Required: a token without one (minted before keys were named) could outlive its key's revocation.
+  kid: z.string().min(1),
   jti: z.string().min(1),
   exp: z.number(),
 });
@@ -75,10 +81,11 @@ export class SessionTokens {
     conversationId: string;
     tenantId: string;
     agentId: string;
+    keyId: string;
   }): Promise<{ session_token: string; expires_at: string }> {
     const issuedAt = Math.floor(Date.now() / 1000);
     const expiresAt = issuedAt + this.#ttlSeconds;
-    const token = await new SignJWT({ tid: claims.tenantId, agt: claims.agentId })
+    const token = await new SignJWT({ tid: claims.tenantId, agt: claims.agentId, kid: claims.keyId })
       .setProtectedHeader({ alg: ALGORITHM, typ: 'JWT' })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
@@ -90,8 +97,11 @@ export class SessionTokens {
     return { session_token: token, expires_at: new Date(expiresAt * 1000).toISOString() };
   }
 
-  /** The token's claims; 401 `session_token_expired` or `session_token_invalid` otherwise. */
-  async verify(token: string): Promise<SessionTokenClaims> {
+  /**
+   * The token's claims; 401 `session_token_expired` or `session_token_invalid` otherwise, the latter also
+   * once the key that minted it is revoked (read from the store on every request, as API keys are).
+   */
+  async verify(token: string, keys: Pick<Store, 'getApiKey'>): Promise<SessionTokenClaims> {
     let payload: unknown;
     try {
       ({ payload } = await jwtVerify(token, this.#secret, {
@@ -111,19 +121,24 @@ export class SessionTokens {
     }
     const claims = claimsSchema.safeParse(payload);
     if (!claims.success) throw invalidToken(claims.error);
-    const { sub, tid, agt, jti, exp } = claims.data;
+    const { sub, tid, agt, kid, jti, exp } = claims.data;
+    const key = await keys.getApiKey(kid);
+    if (!key || key.revoked_at !== null || key.tenant_id !== tid) {
+      throw invalidToken(undefined, 'The API key that minted this session token is revoked or unknown.');
+    }
     return {
       conversationId: sub,
       tenantId: tid,
       agentId: agt,
+      keyId: kid,
       jti,
       expiresAt: new Date(exp * 1000).toISOString(),
     };
   }
 }
 
-const invalidToken = (cause: unknown) =>
-  new AppError('session_token_invalid', undefined, {
+const invalidToken = (cause: unknown, message?: string) =>
+  new AppError('session_token_invalid', message, {
     headers: { 'www-authenticate': bearerChallenge('The session token is invalid') },
     cause,
   });

@@ -1,10 +1,12 @@
 // Starting a conversation and refreshing its session token (server-side family, API key): the integrator's
 // server mints the token its front-end then uses on the public family. A conversation is a session.
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import type { SessionTokens } from '../auth/session-tokens.ts';
-import { asConversationError } from '../errors.ts';
+import { AppError, asConversationError } from '../errors.ts';
+import type { SessionRecord } from '../store/store.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
 import {
   conversationParams,
@@ -21,6 +23,17 @@ export const conversationsRoutes: FastifyPluginAsyncZod<{
   sessions: SessionService;
   tokens: SessionTokens;
 }> = async (app, { sessions, tokens }) => {
+  /** The conversation's token names the request's API key, so that it dies with that key. */
+  const mintFor = (request: FastifyRequest, session: SessionRecord) => {
+    if (!request.apiKey) throw new AppError('unauthorized');
+    return tokens.mint({
+      conversationId: session.id,
+      tenantId: session.tenant_id,
+      agentId: session.agent_id,
+      keyId: request.apiKey.id,
+    });
+  };
+
   app.post(
     '/v1/agents/:agent_id/conversations',
     {
@@ -37,11 +50,7 @@ export const conversationsRoutes: FastifyPluginAsyncZod<{
       const { agent_id } = request.params;
       assertAgentAllowed(request, agent_id);
       const session = await sessions.createSession(tenantOf(request), agent_id, request.body);
-      const token = await tokens.mint({
-        conversationId: session.id,
-        tenantId: session.tenant_id,
-        agentId: agent_id,
-      });
+      const token = await mintFor(request, session);
       return reply.code(201).send({ conversation: toConversation(session), ...token });
     },
   );
@@ -62,7 +71,7 @@ export const conversationsRoutes: FastifyPluginAsyncZod<{
       const session = await sessions.getSession(tenantId, sessionId, authorize).catch((err) => {
         throw asConversationError(err, sessionId);
       });
-      return tokens.mint({ conversationId: session.id, tenantId, agentId: session.agent_id });
+      return mintFor(request, session);
     },
   );
 };

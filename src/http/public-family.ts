@@ -51,7 +51,7 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
   }
   // An unknown path under this prefix answers through this scope (CORS headers, token first), like its routes.
   scope.setNotFoundHandler(notFound);
-  requireSessionToken(scope, options.tokens);
+  requireSessionToken(scope, options.tokens, options.store);
   await registerRateLimit(scope, {
     perMinute: config.rateLimit.perSessionToken,
     // One budget per conversation, shared by its tokens: minting a fresh token does not reset it.

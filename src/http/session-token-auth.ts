@@ -3,6 +3,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { SessionTokenClaims, SessionTokens } from '../auth/session-tokens.ts';
 import { AppError } from '../errors.ts';
+import type { Store } from '../store/store.ts';
 import { conversationParams } from './conversation-schemas.ts';
 
 declare module 'fastify' {
@@ -15,7 +16,11 @@ const missingToken = (message: string) =>
   new AppError('unauthorized', message, { headers: { 'www-authenticate': 'Bearer realm="parley"' } });
 
 /** Adds an onRequest hook to `scope` that authenticates every route registered in it. */
-export function requireSessionToken(scope: FastifyInstance, tokens: SessionTokens) {
+export function requireSessionToken(
+  scope: FastifyInstance,
+  tokens: SessionTokens,
+  keys: Pick<Store, 'getApiKey'>,
+) {
   scope.decorateRequest('sessionToken', null);
   scope.addHook('onRequest', async (request) => {
     const header = request.headers.authorization;
@@ -27,7 +32,7 @@ export function requireSessionToken(scope: FastifyInstance, tokens: SessionToken
           : 'Send the session token as Authorization: Bearer <session_token>.',
       );
     }
-    const claims = await tokens.verify(match[1]);
+    const claims = await tokens.verify(match[1], keys);
     const path = conversationParams.safeParse(request.params);
     if (path.success && path.data.conversation_id !== claims.conversationId) {
       throw new AppError('forbidden', 'This session token belongs to another conversation.', {

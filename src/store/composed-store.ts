@@ -10,6 +10,7 @@ export type TenantPart = Pick<
   | 'listTenants'
   | 'createApiKey'
   | 'findApiKeyByHash'
+  | 'getApiKey'
   | 'listApiKeys'
   | 'revokeApiKey'
   | 'countActiveApiKeys'
@@ -78,6 +79,9 @@ export abstract class ComposedStore implements Store {
   }
   findApiKeyByHash(...args: Args<'findApiKeyByHash'>) {
     return this.parts.tenants.findApiKeyByHash(...args);
+  }
+  getApiKey(...args: Args<'getApiKey'>) {
+    return this.parts.tenants.getApiKey(...args);
   }
   listApiKeys(...args: Args<'listApiKeys'>) {
     return this.parts.tenants.listApiKeys(...args);

@@ -9,10 +9,10 @@ import { insert, postgresDialect } from './sql.ts';
 export function part(db: Db): TenantPart {
   return {
     async createTenant(id, name) {
-      const tenant = { id, name, created_at: now() };
-      const { sql, values } = insert(postgresDialect, 'tenants', tenant);
-      await db.tx((c) => c.query(sql, values));
-      return tenant;
+      const { sql, values } = insert(postgresDialect, 'tenants', { id, name, created_at: now() });
+      await db.tx((c) => c.query(`${sql} ON CONFLICT (id) DO NOTHING`, values));
+      const [row] = await db.rows('SELECT id, name, created_at FROM tenants WHERE id = $1', [id]);
+      return toTenant(row);
     },
 
     async getTenant(id) {
@@ -27,9 +27,9 @@ export function part(db: Db): TenantPart {
     },
 
     async createApiKey(key) {
-      const row = apiKeyRow(key, now());
-      const { sql, values } = insert(postgresDialect, 'api_keys', row);
-      await db.tx((c) => c.query(sql, values));
+      const { sql, values } = insert(postgresDialect, 'api_keys', apiKeyRow(key, now()));
+      await db.tx((c) => c.query(`${sql} ON CONFLICT (hash) DO NOTHING`, values));
+      const [row] = await db.rows('SELECT * FROM api_keys WHERE hash = $1', [key.hash]);
       return toApiKey(row);
     },
 
@@ -38,6 +38,11 @@ export function part(db: Db): TenantPart {
         ? 'SELECT * FROM api_keys WHERE hash = $1'
         : 'SELECT * FROM api_keys WHERE hash = $1 AND revoked_at IS NULL';
       const [row] = await db.rows(sql, [hash]);
+      return row ? toApiKey(row) : null;
+    },
+
+    async getApiKey(id) {
+      const [row] = await db.rows('SELECT * FROM api_keys WHERE id = $1', [id]);
       return row ? toApiKey(row) : null;
     },
 

@@ -9,9 +9,9 @@ import { run, type SqliteDb } from './sqlite-db.ts';
 export function part(db: SqliteDb): TenantPart {
   return {
     async createTenant(id, name) {
-      const tenant = { id, name, created_at: now() };
-      db.write(() => run(db, insert(sqliteDialect, 'tenants', tenant)));
-      return tenant;
+      const { sql, values } = insert(sqliteDialect, 'tenants', { id, name, created_at: now() });
+      db.write(() => run(db, { sql: `${sql} ON CONFLICT (id) DO NOTHING`, values }));
+      return toTenant(db.q('SELECT id, name, created_at FROM tenants WHERE id = ?').get(id) ?? {});
     },
 
     async getTenant(id) {
@@ -24,9 +24,9 @@ export function part(db: SqliteDb): TenantPart {
     },
 
     async createApiKey(key) {
-      const row = apiKeyRow(key, now());
-      db.write(() => run(db, insert(sqliteDialect, 'api_keys', row)));
-      return toApiKey(row);
+      const { sql, values } = insert(sqliteDialect, 'api_keys', apiKeyRow(key, now()));
+      db.write(() => run(db, { sql: `${sql} ON CONFLICT (hash) DO NOTHING`, values }));
+      return toApiKey(db.q('SELECT * FROM api_keys WHERE hash = ?').get(key.hash) ?? {});
     },
 
     async findApiKeyByHash(hash, options = {}) {
@@ -34,6 +34,11 @@ export function part(db: SqliteDb): TenantPart {
         ? 'SELECT * FROM api_keys WHERE hash = ?'
         : 'SELECT * FROM api_keys WHERE hash = ? AND revoked_at IS NULL';
       const row = db.q(sql).get(hash);
+      return row ? toApiKey(row) : null;
+    },
+
+    async getApiKey(id) {
+      const row = db.q('SELECT * FROM api_keys WHERE id = ?').get(id);
       return row ? toApiKey(row) : null;
     },
 

@@ -94,6 +94,8 @@ export interface FileFilter {
   created_before?: string;
   /** Only the files uploaded in this conversation. */
   session_id?: string;
+  /** Only pool files and files of these agents' sessions (the API key's scope); undefined for every agent. */
+  agent_ids?: readonly string[];
 }
 
 export type { SessionStatus };
@@ -245,11 +247,15 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
 
+  /** Creating a tenant that exists already returns it as stored (nodes starting together both create it). */
   createTenant(id: string, name: string): Promise<Tenant>;
   getTenant(id: string): Promise<Tenant | null>;
   listTenants(): Promise<Tenant[]>;
 
+  /** A key whose hash is stored already is not created again: the stored one is returned (bootstrap). */
   createApiKey(key: NewApiKey): Promise<ApiKeyRecord>;
+  /** The key with this id, revoked or not (a session token checks the key that minted it). */
+  getApiKey(id: string): Promise<ApiKeyRecord | null>;
   /** The key with this hash: only an active one unless `includeRevoked`. */
   findApiKeyByHash(hash: string, options?: { includeRevoked?: boolean }): Promise<ApiKeyRecord | null>;
   listApiKeys(tenantId?: string): Promise<ApiKeyRecord[]>;

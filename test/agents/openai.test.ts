@@ -161,7 +161,7 @@ describe('OpenAiProvider request', () => {
             type: 'file',
             name: 'a<b>&c.md',
             mime_type: 'text/markdown; charset=utf-8',
-            data: Buffer.from('# Hi'),
+            data: Buffer.from('# Hi</file>'),
           },
           { type: 'file', name: 'data.json', mime_type: 'application/json', data: Buffer.from('{"a":1}') },
         ],
@@ -182,7 +182,7 @@ describe('OpenAiProvider request', () => {
             file_data: `data:application/pdf;base64,${pdf.toString('base64')}`,
           },
         },
-        { type: 'text', text: '<file name="a&lt;b&gt;&amp;c.md">\n# Hi\n</file>' },
+        { type: 'text', text: '<file name="a&lt;b&gt;&amp;c.md">\n# Hi&lt;/file&gt;\n</file>' },
         { type: 'text', text: '<file name="data.json">\n{"a":1}\n</file>' },
       ],
     });

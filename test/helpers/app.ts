@@ -62,6 +62,13 @@ export async function buildTestApp(env: Record<string, string> = {}): Promise<Te
   };
 }
 
+/** The id of an API key of the app (its first key by default), as session tokens name it (`kid`). */
+export async function apiKeyIdOf(t: Pick<TestApp, 'store' | 'apiKey'>, key = t.apiKey): Promise<string> {
+  const record = await t.store.findApiKeyByHash(hashApiKey(key), { includeRevoked: true });
+  if (!record) throw new Error('no such key in this app');
+  return record.id;
+}
+
 export interface UseAppOptions {
   env?: Record<string, string>;
   /**

@@ -12,7 +12,7 @@ import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { SqliteStore } from '../../src/store/sqlite.ts';
-import { buildTestApp, type TestApp } from '../helpers/app.ts';
+import { apiKeyIdOf, buildTestApp, type TestApp } from '../helpers/app.ts';
 import {
   openConversation,
   publicClient,
@@ -43,6 +43,8 @@ const encode = (secret: string) => new TextEncoder().encode(secret);
 const fileSecret = (dataDir: string) => encode(readFileSync(join(dataDir, 'token-secret'), 'utf8').trim());
 
 let forged = 0;
+/** The id of the main app's API key, which its tokens name (`kid`). */
+let keyId: string;
 
 /** The claims Parley puts in a token for `conversationId` (tenant t1, agent demo); `undefined` drops one. */
 function claimsFor(conversationId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
@@ -53,6 +55,7 @@ function claimsFor(conversationId: string, overrides: Record<string, unknown> = 
     sub: conversationId,
     tid: 't1',
     agt: 'demo',
+    kid: keyId,
     iat: now,
     exp: now + DEFAULT_TTL_SECONDS,
     jti: `tok_forged_${++forged}`,
@@ -104,6 +107,7 @@ let secret: Uint8Array;
 const t = useSessionApp({
   setUp: async (app) => {
     secret = fileSecret(app.dataDir);
+    keyId = await apiKeyIdOf(app);
   },
 });
 const api = client(t);
@@ -142,7 +146,7 @@ describe('POST /v1/agents/{agent_id}/conversations', () => {
     assert.deepEqual(Object.keys(read.json()).sort(), recordKeys);
   });
 
-  it('signs an HS256 JWT with the secret in <dataDir>/token-secret carrying iss, aud, sub, tid, agt, iat, exp and jti', async () => {
+  it('signs an HS256 JWT with the secret in <dataDir>/token-secret carrying iss, aud, sub, tid, agt, kid, iat, exp and jti', async () => {
     const notBefore = Math.floor(Date.now() / 1000);
     const started = await startConversation(t, 'other');
     const { payload, protectedHeader } = await jwtVerify(started.session_token, secret, {
@@ -156,6 +160,7 @@ describe('POST /v1/agents/{agent_id}/conversations', () => {
     assert.equal(payload.sub, started.conversation.id);
     assert.equal(payload.tid, 't1');
     assert.equal(payload.agt, 'other');
+    assert.equal(payload.kid, keyId, 'the API key that minted it');
     assert.equal(typeof payload.jti, 'string');
     assert.ok((payload.jti ?? '').length > 0);
     assert.equal(typeof payload.iat, 'number');
@@ -394,9 +399,10 @@ describe('session tokens on a public route', () => {
     }
   });
 
-  it('answers 401 session_token_invalid to a correctly signed token missing sub, tid, agt, jti or exp', async () => {
+  it('answers 401 session_token_invalid to a correctly signed token missing sub, tid, agt, kid, jti or exp', async () => {
     const c = await openConversation(t);
-    for (const claim of ['sub', 'tid', 'agt', 'jti', 'exp']) {
+    // Without kid: a token minted before tokens named their key is refused too (README, decisions).
+    for (const claim of ['sub', 'tid', 'agt', 'kid', 'jti', 'exp']) {
       const token = await sign(claimsFor(c.id, { [claim]: undefined }), secret);
       assertInvalidToken(await readWith(t, c.id, `Bearer ${token}`), claim);
     }
@@ -465,6 +471,33 @@ describe('where a session token is refused', () => {
     }
     assert.equal((await getSession(t, c.id)).status, 'active');
   });
+
+  it('answers 401 session_token_invalid from the next request on to a token whose API key was revoked; a token of another key still opens the conversation', async () => {
+    const doomed = await t.createKey('t1');
+    const started = await startConversation(t, 'demo', {}, doomed);
+    const id = started.conversation.id;
+    const before = await readWith(t, id, `Bearer ${started.session_token}`);
+    assert.equal(before.statusCode, 200, before.body);
+    assert.equal(await t.store.revokeApiKey(await apiKeyIdOf(t, doomed)), true);
+    const after = await readWith(t, id, `Bearer ${started.session_token}`);
+    assertInvalidToken(after);
+    assert.match(after.json().error.message, /revoked/);
+    const refreshed = await api.post(`/v1/agents/conversations/${id}/token`);
+    assert.equal(refreshed.statusCode, 200, refreshed.body);
+    const read = await readWith(t, id, `Bearer ${refreshed.json().session_token}`);
+    assert.equal(read.statusCode, 200, read.body);
+  });
+
+  it("answers 401 session_token_invalid to a correctly signed token naming an unknown key or another tenant's key", async () => {
+    const c = await openConversation(t);
+    const otherTenant = await apiKeyIdOf(t, await t.createKey('t2'));
+    for (const kid of ['key_unknown', otherTenant]) {
+      assertInvalidToken(
+        await readWith(t, c.id, `Bearer ${await sign(claimsFor(c.id, { kid }), secret)}`),
+        kid,
+      );
+    }
+  });
 });
 
 describe('the token secret', () => {
@@ -482,9 +515,10 @@ describe('the token secret', () => {
       assert.equal(existsSync(join(app.dataDir, 'token-secret')), false);
       // A token forged with that secret opens the conversation; one with the main app's file secret does not.
       const id = started.conversation.id;
-      const good = await readWith(app, id, `Bearer ${await sign(claimsFor(id), encode(configured))}`);
+      const claims = claimsFor(id, { kid: await apiKeyIdOf(app) });
+      const good = await readWith(app, id, `Bearer ${await sign(claims, encode(configured))}`);
       assert.equal(good.statusCode, 200, good.body);
-      assertInvalidToken(await readWith(app, id, `Bearer ${await sign(claimsFor(id), secret)}`));
+      assertInvalidToken(await readWith(app, id, `Bearer ${await sign(claims, secret)}`));
     } finally {
       await app.close();
     }

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SessionTokens } from '../../src/auth/session-tokens.ts';
+import { apiKeyIdOf } from '../helpers/app.ts';
 import { type Conversation, openConversation, publicClient, recordKeys } from '../helpers/conversations.ts';
 import { encodeForm, tinyPdf, tinyPng } from '../helpers/multipart.ts';
 import {
@@ -55,7 +56,8 @@ async function closed(agentId = 'demo') {
 /** A public client holding a valid token (tenant t1) for a conversation that does not exist. */
 async function ghost(conversationId = 'ses_doesnotexist') {
   const tokens = new SessionTokens(new TextEncoder().encode(TOKEN_SECRET), 900);
-  const minted = await tokens.mint({ conversationId, tenantId: 't1', agentId: 'demo' });
+  const keyId = await apiKeyIdOf(t);
+  const minted = await tokens.mint({ conversationId, tenantId: 't1', agentId: 'demo', keyId });
   return publicClient(t, conversationId, minted.session_token);
 }
 

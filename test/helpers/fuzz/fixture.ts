@@ -2,7 +2,7 @@
 // conversations. Generated requests carry placeholders for them, replaced when sent, so that
 // counterexamples stay readable.
 import assert from 'node:assert/strict';
-import { type TestApp, useTestApp } from '../app.ts';
+import { apiKeyIdOf, type TestApp, useTestApp } from '../app.ts';
 import { startConversation } from '../conversations.ts';
 
 export const VALID_KEY = '<valid-key>';
@@ -31,6 +31,8 @@ export const fixture = {
   sessionToken: '',
   closableId: '',
   closableToken: '',
+  /** The app's API key, which its session tokens name (`kid`). */
+  keyId: '',
 };
 
 export const fixtureIds = {
@@ -96,6 +98,7 @@ async function createFixtures(t: TestApp): Promise<void> {
   const closable = await startConversation(t);
   fixture.closableId = closable.conversation.id;
   fixture.closableToken = closable.session_token;
+  fixture.keyId = await apiKeyIdOf(t);
 }
 
 /** `text` with its placeholders replaced by the fixtures of the running file. */

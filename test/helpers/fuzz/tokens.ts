@@ -114,11 +114,13 @@ export type TokenDefect =
   | 'no-exp'
   | 'no-tid'
   | 'empty-tid'
-  | 'numeric-agt';
+  | 'numeric-agt'
+  | 'no-kid'
+  | 'unknown-kid';
 
 interface ForgedToken {
   defect: TokenDefect;
-  /** The claims (placeholders allowed): the conversation, its tenant and agent. */
+  /** The claims (placeholders allowed): the conversation, its tenant and agent; the key is the app's (t1). */
   sub: string;
   tid: string;
   agt: string;
@@ -133,6 +135,7 @@ export async function forge({ defect, sub, tid, agt }: ForgedToken): Promise<str
     sub: fill(sub),
     tid: fill(tid),
     agt,
+    kid: fixture.keyId,
     jti: 'tok_forged',
     iat: now,
     exp: now + 3_600,
@@ -170,6 +173,12 @@ export async function forge({ defect, sub, tid, agt }: ForgedToken): Promise<str
       break;
     case 'numeric-agt':
       claims.agt = 7;
+      break;
+    case 'no-kid':
+      delete claims.kid;
+      break;
+    case 'unknown-kid':
+      claims.kid = 'key_unknown';
       break;
   }
   if (defect === 'alg-none') return new UnsecuredJWT(claims).encode();

@@ -8,6 +8,13 @@ export function tenants(open: OpenStore): void {
   describe('tenants', () => {
     const ctx = useStore(open, { migrate: true });
 
+    it('creating a tenant that exists already returns the stored one unchanged', async () => {
+      const id = unique('t');
+      const first = await ctx.store.createTenant(id, 'First');
+      assert.deepEqual(await ctx.store.createTenant(id, 'Second'), first);
+      assert.deepEqual(await ctx.store.getTenant(id), first);
+    });
+
     it('a created tenant is read back by its id', async () => {
       const id = unique('t');
       const created = await ctx.store.createTenant(id, 'Acme Corp');
@@ -65,6 +72,21 @@ export function apiKeys(open: OpenStore): void {
       });
       assert.match(record.created_at, isoInstant);
       assert.deepEqual(await ctx.store.findApiKeyByHash(key.hash), record);
+    });
+
+    it('creating a key whose hash is stored already returns the stored key and adds none', async () => {
+      const tenantId = await tenant();
+      const { key, record } = await newKey(tenantId);
+      assert.deepEqual(await ctx.store.createApiKey({ ...key, id: unique('key'), agents: ['x'] }), record);
+      assert.deepEqual(await ctx.store.listApiKeys(tenantId), [record]);
+    });
+
+    it('a key is read by its id, revoked or not; an unknown id reads as null', async () => {
+      const { key, record } = await newKey(await tenant());
+      assert.deepEqual(await ctx.store.getApiKey(key.id), record);
+      await ctx.store.revokeApiKey(key.id);
+      assert.match((await ctx.store.getApiKey(key.id))?.revoked_at ?? '', isoInstant);
+      assert.equal(await ctx.store.getApiKey(unique('key')), null);
     });
 
     it('the every-agent wildcard round-trips', async () => {
