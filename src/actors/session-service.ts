@@ -13,6 +13,7 @@ import {
   type SessionRecord,
   StaleEpochError,
   type Store,
+  type StoredFile,
   type User,
 } from '../store/store.ts';
 import { fingerprintOf, lookUpKey } from './idempotency.ts';
@@ -42,6 +43,21 @@ export type SendResult = TurnResult & { session_status: SessionStatus };
 
 /** Who may touch a session beyond its tenant (the API key's agent scope, the token's conversation). */
 export type Authorize = (session: SessionRecord) => void;
+
+/**
+ * Throws unless the caller may touch the conversation `file` was uploaded in: a file is answered like its
+ * session (DESIGN §16). A pool file (no session) is the whole tenant's.
+ */
+export async function authorizeFile(
+  store: Store,
+  tenantId: string,
+  file: StoredFile,
+  authorize: Authorize,
+): Promise<void> {
+  if (file.session_id === null) return;
+  const session = await store.getSession(tenantId, file.session_id);
+  if (session) authorize(session);
+}
 
 export interface SessionServiceOptions {
   store: Store;
@@ -148,7 +164,7 @@ export class SessionService {
     if (lookup?.attempt.state === 'finished') {
       return { ...replayOf(lookup.attempt), session_status: this.#o.host.status(entry) };
     }
-    const content = await this.#content(tenantId, message.content, ['body', 'content'], {
+    const content = await this.#content(tenantId, message.content, ['body', 'content'], options.authorize, {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
     const result = await this.#o.host.submit(
@@ -178,6 +194,8 @@ export class SessionService {
     tenantId: string,
     agentId: string,
     fields: SessionFields & { messages: MessageInput[] },
+    /** The caller's check on the conversations of the files the messages name. */
+    authorize: Authorize,
   ): Promise<TurnResult & { session_id: string }> {
     const agent = this.agent(agentId);
     const limit = agent.limits.messages_per_session;
@@ -191,7 +209,7 @@ export class SessionService {
       fields.messages.map(async (m, j) => ({
         id: newId('msg'),
         role: m.role,
-        content: await this.#content(tenantId, m.content, ['body', 'messages', j, 'content']),
+        content: await this.#content(tenantId, m.content, ['body', 'messages', j, 'content'], authorize),
         metadata: m.metadata ?? null,
       })),
     );
@@ -281,12 +299,13 @@ export class SessionService {
 
   /**
    * Normalised blocks; every file a block names must be the tenant's (or the one session's, when given),
-   * and an image block an image.
+   * one the caller may touch (see authorizeFile), and an image block an image.
    */
   async #content(
     tenantId: string,
     content: string | BlockInput[],
     loc: (string | number)[],
+    authorize: Authorize,
     only: { sessionId?: string } = {},
   ): Promise<ContentBlock[]> {
     if (typeof content === 'string') return [{ type: 'text', text: content }];
@@ -303,6 +322,7 @@ export class SessionService {
             context: { file_id: fileId, param: [...loc, i, 'file_id'].join('.') },
           });
         }
+        await authorizeFile(this.#o.store, tenantId, file, authorize);
         if (type === 'image' && !file.mime_type.startsWith('image/')) {
           throw ValidationError.at(
             [...loc, i, 'file_id'],

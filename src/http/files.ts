@@ -1,13 +1,16 @@
 // The tenant's file pool (server-side family): upload, list with filters, read, download, delete.
 import type { MultipartValue } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authorizeFile } from '../actors/session-service.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { JsonObject, Store } from '../store/store.ts';
+import type { JsonObject, Store, StoredFile } from '../store/store.ts';
 import { tenantOf } from './api-key-auth.ts';
 import { fileParams, fileSchema } from './file-schemas.ts';
 import { authErrors, dateTimeQuery, errorEnvelope, metadataSchema, pageOf, pageQuery } from './schemas.ts';
+import { keyAuthorize } from './session-target.ts';
 import { checkUpload, fieldPart, filePart, registerUploads, requireMultipart } from './uploads.ts';
 import { toValidationIssues } from './validation.ts';
 
@@ -43,6 +46,15 @@ function parseMetadataPart(part: MultipartValue<unknown> | undefined): JsonObjec
 }
 
 const notFound = (id: string) => new AppError('file_not_found', undefined, { context: { file_id: id } });
+
+/** The tenant's file, answered like its conversation to a key scoped to other agents (403 agent_forbidden). */
+async function fileFor(store: Store, request: FastifyRequest, id: string): Promise<StoredFile> {
+  const tenantId = tenantOf(request);
+  const file = await store.getFile(tenantId, id);
+  if (!file) throw notFound(id);
+  await authorizeFile(store, tenantId, file, keyAuthorize(request));
+  return file;
+}
 
 export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes: number }> = async (
   app,
@@ -97,7 +109,10 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
     },
     async (request) => {
       const { limit, offset, ...filter } = request.query;
-      return store.listFiles(tenantOf(request), filter, { limit, offset });
+      // A scoped key sees the pool and its agents' conversations' files only.
+      const agents = request.apiKey?.agents ?? [];
+      const scope = agents.includes('*') ? {} : { agent_ids: agents };
+      return store.listFiles(tenantOf(request), { ...filter, ...scope }, { limit, offset });
     },
   );
 
@@ -111,11 +126,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
         response: { 200: fileSchema, ...authErrors },
       },
     },
-    async (request) => {
-      const file = await store.getFile(tenantOf(request), request.params.file_id);
-      if (!file) throw notFound(request.params.file_id);
-      return file;
-    },
+    async (request) => fileFor(store, request, request.params.file_id),
   );
 
   app.get(
@@ -139,10 +150,9 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
       },
     },
     async (request, reply) => {
-      const tenant = tenantOf(request);
-      const file = await store.getFile(tenant, request.params.file_id);
-      const content = file && (await store.readFileContent(tenant, file.id));
-      if (!file || !content) throw notFound(request.params.file_id);
+      const file = await fileFor(store, request, request.params.file_id);
+      const content = await store.readFileContent(tenantOf(request), file.id);
+      if (!content) throw notFound(file.id);
       return reply
         .header('content-type', file.mime_type)
         .header('content-disposition', `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`)
@@ -162,8 +172,8 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
       },
     },
     async (request, reply) => {
-      const deleted = await store.deleteFile(tenantOf(request), request.params.file_id);
-      if (!deleted) throw notFound(request.params.file_id);
+      const file = await fileFor(store, request, request.params.file_id);
+      if (!(await store.deleteFile(tenantOf(request), file.id))) throw notFound(file.id);
       return reply.code(204).send(null);
     },
   );

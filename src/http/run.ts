@@ -8,6 +8,7 @@ import { messageRequest, messageSchema, turnErrors } from './message-schemas.ts'
 import { createsSession } from './route-config.ts';
 import { authErrors, metadataSchema } from './schemas.ts';
 import { contextSchema, userLookup } from './session-schemas.ts';
+import { keyAuthorize } from './session-target.ts';
 
 const runRequest = z
   .strictObject({
@@ -38,7 +39,12 @@ export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = as
     },
     async (request, reply) => {
       assertAgentAllowed(request, request.params.agent_id);
-      const result = await sessions.run(tenantOf(request), request.params.agent_id, request.body);
+      const result = await sessions.run(
+        tenantOf(request),
+        request.params.agent_id,
+        request.body,
+        keyAuthorize(request),
+      );
       return reply.code(201).send({ agent_message: result.agent_message, session_id: result.session_id });
     },
   );

@@ -12,10 +12,16 @@ export interface SessionTarget {
   authorize: Authorize;
 }
 
+/** The API key's check on a session: its agent must be in the key's scope. */
+export const keyAuthorize =
+  (request: FastifyRequest): Authorize =>
+  (s) =>
+    assertAgentAllowed(request, s.agent_id);
+
 export const keySession = (request: FastifyRequest, sessionId: string): SessionTarget => ({
   tenantId: tenantOf(request),
   sessionId,
-  authorize: (s) => assertAgentAllowed(request, s.agent_id),
+  authorize: keyAuthorize(request),
 });
 
 export function tokenSession(request: FastifyRequest): SessionTarget {

@@ -122,6 +122,10 @@ export function listFiles(d: Dialect, tenantId: string, filter: FileFilter, page
     where.push(`name_lower LIKE ${q.param(likePrefix(filter.name.toLowerCase()))} ESCAPE '\\'`);
   }
   if (filter.session_id !== undefined) where.push(`session_id = ${q.param(filter.session_id)}`);
+  if (filter.agent_ids !== undefined) {
+    const agents = d.inJsonArray('s.agent_id', q.param(JSON.stringify(filter.agent_ids)), 'text');
+    where.push(`(session_id IS NULL OR session_id IN (SELECT s.id FROM sessions s WHERE ${agents}))`);
+  }
   if (filter.mime_type !== undefined) where.push(`mime_type = ${q.param(filter.mime_type)}`);
   if (filter.created_after !== undefined) {
     where.push(`created_at > ${q.param(instant(filter.created_after))}`);

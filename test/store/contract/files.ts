@@ -312,6 +312,28 @@ export function files(open: OpenStore): void {
         });
       });
 
+      it("an agent scope lists pool files and its agents' conversations' files only, paged by them", async () => {
+        const tenantId = await tenant();
+        const sales = (await createSession(tenantId, { agent_id: 'sales' })).record.id;
+        const support = (await createSession(tenantId, { agent_id: 'support' })).record.id;
+        await createFiles(tenantId, [
+          { name: 'sales-1.txt', session_id: sales },
+          { name: 'pool.txt', session_id: null },
+          { name: 'support.txt', session_id: support },
+          { name: 'sales-2.txt', session_id: sales },
+        ]);
+        const list = async (filter: FileFilter) => names(await ctx.store.listFiles(tenantId, filter, all));
+
+        assert.deepEqual(await list({ agent_ids: ['sales'] }), ['sales-2.txt', 'pool.txt', 'sales-1.txt']);
+        assert.deepEqual(await list({ agent_ids: ['support', 'other'] }), ['support.txt', 'pool.txt']);
+        assert.deepEqual(await list({ agent_ids: [] }), ['pool.txt'], 'a scope of no agents: the pool only');
+        assert.deepEqual(await list({ agent_ids: ['sales'], session_id: support }), []);
+        assert.deepEqual(await list({ agent_ids: ['sales'], name: 'SALES-1' }), ['sales-1.txt']);
+        assert.equal((await list({ agent_ids: undefined })).length, 4, 'undefined: every agent');
+        const page = await ctx.store.listFiles(tenantId, { agent_ids: ['sales'] }, { limit: 2, offset: 0 });
+        assert.deepEqual([names(page), page.next_offset], [['sales-2.txt', 'pool.txt'], 2]);
+      });
+
       it('pages carry next_offset until no item follows, even after a full last page', async () => {
         const tenantId = await tenant();
         const files = (await createFiles(tenantId, [{}, {}, {}, {}, {}])).reverse();
