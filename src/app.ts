@@ -7,7 +7,6 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
-import { customAlphabet } from 'nanoid';
 import { createActorMetrics } from './actors/actor-metrics.ts';
 import { createOperationRunner } from './actors/operations.ts';
 import { SessionHost } from './actors/session-host.ts';
@@ -22,13 +21,14 @@ import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
+import { clientErrorHandler, newRequestId } from './http/client-errors.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
 import { requireDeclaredSessions } from './http/route-config.ts';
-import { validatorCompiler } from './http/validation.ts';
+import { nulIssues, validatorCompiler } from './http/validation.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 
@@ -100,7 +100,6 @@ async function joinCluster(
   return { coordinator, redis };
 }
 
-const requestIdSuffix = customAlphabet('0123456789abcdefghijklmnopqrstuvwxyz', 16);
 const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export async function buildApp(config: Config, deps: AppDependencies = {}): Promise<FastifyInstance> {
@@ -122,15 +121,28 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     // A caller's own X-Request-Id is kept when it is tame, so ids line up across systems.
     genReqId: (request) => {
       const given = request.headers['x-request-id'];
-      return typeof given === 'string' && acceptableRequestId.test(given)
-        ? given
-        : `req_${requestIdSuffix()}`;
+      return typeof given === 'string' && acceptableRequestId.test(given) ? given : newRequestId();
     },
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     // While draining (preClose) requests are still served and forwarded to the shards' new owners;
     // Fastify's own bare 503 would refuse them without a Retry-After.
     return503OnClosing: false,
+    // A slow client is cut off (finding of issue 15): Node bounds receiving a request, headers then body,
+    // and not the reply, so a long event stream is unaffected. Node checks these deadlines every
+    // connectionsCheckingInterval (30 s by its default), so check at a tenth of the shorter one, at most 1 s.
+    requestTimeout: config.http.requestTimeoutMs,
+    keepAliveTimeout: config.http.keepAliveMs,
+    http: {
+      headersTimeout: config.http.headersTimeoutMs,
+      connectionsCheckingInterval: Math.min(
+        1000,
+        Math.ceil(Math.min(config.http.headersTimeoutMs, config.http.requestTimeoutMs) / 10),
+      ),
+    },
   }).withTypeProvider<ZodTypeProvider>();
+  // Beyond the cap a new connection is closed as it arrives, so descriptors stay for the store and providers.
+  app.server.maxConnections = config.http.maxConnections;
 
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -144,6 +156,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (err, value) => {
       if (err)
         return done(ValidationError.at(['body'], `Invalid JSON: ${err.message}`, 'json_invalid'), undefined);
+      // Text with U+0000 is refused wherever it sits, before any route reads it (PostgreSQL cannot store it).
+      const nul = nulIssues(value, 'body');
+      if (nul.length > 0) return done(new ValidationError(nul), undefined);
       done(null, value);
     });
   });

@@ -48,9 +48,18 @@ const envSchema = z
     PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
     PARLEY_LEASE_TTL_MS: integer(1000, 600_000).default(10_000),
     PARLEY_DRAIN_DELAY_MS: integer(0, 60_000).default(1000),
+    PARLEY_REQUEST_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
+    PARLEY_HEADERS_TIMEOUT_MS: integer(1, 3_600_000).default(10_000),
+    PARLEY_KEEP_ALIVE_TIMEOUT_MS: integer(1, 3_600_000).default(72_000),
+    PARLEY_MAX_CONNECTIONS: integer(1, 1_000_000).default(3000),
     OPENAI_API_KEY: optionalString,
     OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  // Node refuses to start a server whose headers may take longer than the whole request.
+  .refine((e) => e.PARLEY_HEADERS_TIMEOUT_MS <= e.PARLEY_REQUEST_TIMEOUT_MS, {
+    path: ['PARLEY_HEADERS_TIMEOUT_MS'],
+    message: 'must not exceed PARLEY_REQUEST_TIMEOUT_MS',
   })
   .refine((e) => !e.REDIS_URL || e.PARLEY_NODE_URL, {
     path: ['PARLEY_NODE_URL'],
@@ -79,6 +88,16 @@ export interface Config {
   readonly leaseTtlMs: number;
   /** Cluster mode: how long a stopping process keeps serving after readiness fails, for balancers to notice. */
   readonly drainDelayMs: number;
+  /**
+   * Receiving a request (headers, then body) is bounded; a streamed reply is not. Idle keep-alive sockets
+   * close after keepAliveMs; connections beyond maxConnections are closed as they arrive.
+   */
+  readonly http: {
+    readonly requestTimeoutMs: number;
+    readonly headersTimeoutMs: number;
+    readonly keepAliveMs: number;
+    readonly maxConnections: number;
+  };
   readonly openai: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined };
   /** Variables named `*_API_KEY` (but the bootstrap key), for agents that name theirs with `api_key_env`. */
   readonly providerKeys: Readonly<Record<string, string>>;
@@ -123,6 +142,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ssePingMs: e.PARLEY_SSE_PING_SECONDS * 1000,
     leaseTtlMs: e.PARLEY_LEASE_TTL_MS,
     drainDelayMs: e.PARLEY_DRAIN_DELAY_MS,
+    http: {
+      requestTimeoutMs: e.PARLEY_REQUEST_TIMEOUT_MS,
+      headersTimeoutMs: e.PARLEY_HEADERS_TIMEOUT_MS,
+      keepAliveMs: e.PARLEY_KEEP_ALIVE_TIMEOUT_MS,
+      maxConnections: e.PARLEY_MAX_CONNECTIONS,
+    },
     openai: { apiKey: e.OPENAI_API_KEY, baseUrl: e.OPENAI_BASE_URL },
     providerKeys: Object.fromEntries(
       Object.entries(env).filter(

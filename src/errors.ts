@@ -56,6 +56,16 @@ export const errorCatalogue = {
     name: 'SessionMessageLimitReachedError',
     message: 'The session has reached its message limit.',
   },
+  headers_too_large: {
+    status: 431,
+    name: 'HeadersTooLargeError',
+    message: 'The request headers are too large.',
+  },
+  request_timeout: {
+    status: 408,
+    name: 'RequestTimeoutError',
+    message: 'The request was not received in time.',
+  },
   idempotency_key_reused: {
     status: 409,
     name: 'IdempotencyKeyReusedError',

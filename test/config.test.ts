@@ -55,6 +55,21 @@ describe('loadConfig', () => {
     assert.equal(config.leaseTtlMs, 10_000);
   });
 
+  it('bounds receiving a request by default and refuses a headers timeout longer than the request timeout', () => {
+    assert.deepEqual(loadConfig({}).http, {
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      keepAliveMs: 72_000,
+      maxConnections: 3000,
+    });
+    assert.throws(
+      () => loadConfig({ PARLEY_HEADERS_TIMEOUT_MS: '40000' }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /PARLEY_HEADERS_TIMEOUT_MS.*PARLEY_REQUEST_TIMEOUT_MS/.test(err.message),
+    );
+  });
+
   it('refuses a bad value with one line that names the variable', () => {
     const cases: Record<string, string> = {
       PORT: 'eighty',

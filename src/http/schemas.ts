@@ -2,6 +2,7 @@
 // error envelope and the 422 body. Each resource's own are in its schema module (user-, file-, session-,
 // message- and conversation-schemas.ts).
 import { z } from 'zod';
+import { NUL_MESSAGE, NUL_TYPE, nulPaths } from './validation.ts';
 
 export const KiB = 1024;
 
@@ -32,6 +33,10 @@ export function jsonObject(maxBytes: number) {
           params: { type: 'too_deep' },
         });
         return;
+      }
+      // A JSON body was refused at parsing; this is for JSON met elsewhere (an upload's metadata part).
+      for (const path of nulPaths(value)) {
+        ctx.addIssue({ code: 'custom', path, message: NUL_MESSAGE, params: { type: NUL_TYPE } });
       }
       const bytes = Buffer.byteLength(JSON.stringify(value));
       if (bytes > maxBytes) {

@@ -111,6 +111,54 @@ export function toValidationIssues(
   return detail;
 }
 
+/** Where a string holding U+0000 sits in a value: a key's own location when the key holds it. */
+type NulPath = (string | number)[];
+/** A node's way back to the root, so that a path is only built for what is found (deep input stays linear). */
+type Trail = { key: string | number; up: Trail | null } | null;
+
+const pathOf = (trail: Trail): NulPath => {
+  const path: NulPath = [];
+  for (let t = trail; t !== null; t = t.up) path.unshift(t.key);
+  return path;
+};
+
+/** The refusal of text with U+0000 (PostgreSQL cannot store it), one issue per location. */
+export const NUL_TYPE = 'string_nul';
+export const NUL_MESSAGE = 'Input should not contain the NUL character (U+0000)';
+
+/** A hostile body cannot make the 422 much larger than itself. */
+const MAX_NUL_PATHS = 20;
+
+/**
+ * The locations of strings (values and keys) holding U+0000 in parsed JSON or in a query, path or
+ * header record (never a multipart body: its parts hold streams), walked iteratively so that depth
+ * cannot overflow the stack.
+ */
+export function nulPaths(value: unknown): NulPath[] {
+  const found: NulPath[] = [];
+  const stack: [unknown, Trail][] = [[value, null]];
+  for (let top = stack.pop(); top !== undefined && found.length < MAX_NUL_PATHS; top = stack.pop()) {
+    const [node, trail] = top;
+    if (typeof node === 'string') {
+      if (node.includes('\0')) found.push(pathOf(trail));
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { key: i, up: trail }]);
+    } else if (node !== null && typeof node === 'object') {
+      for (const [key, child] of Object.entries(node).reverse()) {
+        if (key.includes('\0')) found.push(pathOf({ key, up: trail }));
+        else stack.push([child, { key, up: trail }]);
+      }
+    }
+  }
+  return found;
+}
+
+/** 422 detail entries for the strings holding U+0000 in one part of the request. */
+export function nulIssues(data: unknown, httpPart: string): ValidationIssue[] {
+  const root = locRoot[httpPart] ?? httpPart;
+  return nulPaths(data).map((path) => ({ loc: [root, ...path], msg: NUL_MESSAGE, type: NUL_TYPE }));
+}
+
 /**
  * Fastify validator compiler for zod schemas. An absent body counts as an empty object, so that
  * `POST …/terminate` with no body and `{}` mean the same.
@@ -119,6 +167,11 @@ export const validatorCompiler: FastifySchemaCompiler<ZodType> =
   ({ schema, httpPart }) =>
   (data) => {
     const input = httpPart === 'body' && (data === null || data === undefined) ? {} : data;
+    // A JSON body was checked as it was parsed (app.ts); a multipart one's parts are not text.
+    if (httpPart !== 'body') {
+      const nul = nulIssues(input, httpPart ?? 'body');
+      if (nul.length > 0) return { error: new ValidationError(nul) };
+    }
     const result = schema.safeParse(input);
     if (result.success) return { value: result.data };
     return { error: new ValidationError(toValidationIssues(result.error.issues, input, httpPart ?? 'body')) };
