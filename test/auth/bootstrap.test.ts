@@ -50,7 +50,7 @@ describe('bootstrap on a shared empty database', () => {
     const created = await createTestDatabase();
     if (created.db === null) return t.skip(created.reason);
     const db = created.db;
-    after(() => db.drop());
+    t.after(() => db.drop());
     const { a, b, t1, t2 } = await raceBootstrap(() => new PostgresStore(db.url));
     assert.deepEqual(a, b);
     assert.deepEqual(t1, t2);

@@ -1,12 +1,14 @@
 // Store contract: commitSession: appended messages, patches, fencing, and writes that change nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { shardOf } from '../../../src/cluster/shard.ts';
 import { newId } from '../../../src/ids.ts';
 import type { ContentBlock, MessageRecord, SessionRecord } from '../../../src/store/store.ts';
 import { isoInstant, type SessionFixture } from './support.ts';
 
 export function commitSession(f: SessionFixture): void {
-  const { ctx, tenant, claim, createSession, message, stored, isStale, snapshotOf, all, after } = f;
+  const { ctx, tenant, claim, newSession, createSession, message, stored, isStale, snapshotOf, all, after } =
+    f;
   describe('commitSession', () => {
     it('appends messages in order, continuing the sequence across commits', async () => {
       const tenantId = await tenant();
@@ -276,18 +278,28 @@ export function commitSession(f: SessionFixture): void {
     });
     it('commits made together succeed or fail each on its own: a stale one among them loses only itself', async () => {
       const tenantId = await tenant();
-      const sessions = await Promise.all(Array.from({ length: 6 }, () => createSession(tenantId)));
-      const fenced = sessions[2];
+      // Six shards, not six random ids: a session created on a shard another one had just claimed would
+      // make that one's fence stale too (about one run in 70 drew two alike and failed).
+      const shards = new Map<number, string>();
+      while (shards.size < 6) {
+        const id = newId('ses');
+        shards.set(shardOf(id), id);
+      }
+      const batch = await Promise.all([...shards.values()].map((id) => createSession(tenantId, { id })));
+      const fenced = batch[2];
       assert.ok(fenced);
       const current = await claim(fenced.record.shard);
-      // Sessions of the same shard share the new epoch; only the fenced session keeps the old fence.
-      const fenceOf = (s: (typeof sessions)[number]) =>
-        s === fenced ? fenced.fence : s.record.shard === fenced.record.shard ? current : s.fence;
+      // A seventh session on the fenced shard, created under the new epoch, commits among them: only
+      // the fenced session keeps the old fence.
+      let sibling = newId('ses');
+      while (shardOf(sibling) !== fenced.record.shard) sibling = newId('ses');
+      const record = await ctx.store.createSession(tenantId, newSession({ id: sibling }), current);
+      const sessions = [...batch, { record, fence: current }];
       const outcomes = await Promise.allSettled(
         sessions.map((s) =>
           ctx.store.commitSession({
             session_id: s.record.id,
-            fence: fenceOf(s),
+            fence: s.fence,
             messages: [message(newId('turn'), 'user', `to ${s.record.id}`)],
             patch: { snapshot: '{"v":"together"}' },
           }),
