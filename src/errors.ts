@@ -73,6 +73,16 @@ export const errorCatalogue = {
   },
   payload_too_large: { status: 413, name: 'PayloadTooLargeError', message: 'The request body is too large.' },
   file_too_large: { status: 413, name: 'FileTooLargeError', message: 'The file is too large.' },
+  conversation_file_quota: {
+    status: 413,
+    name: 'ConversationFileQuotaError',
+    message: 'The conversation has no room for this file (too many files or bytes).',
+  },
+  tenant_file_quota: {
+    status: 413,
+    name: 'TenantFileQuotaError',
+    message: "The tenant's files would exceed its storage quota; delete some first.",
+  },
   unsupported_media_type: {
     status: 415,
     name: 'UnsupportedMediaTypeError',

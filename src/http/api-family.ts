@@ -39,7 +39,11 @@ export async function apiFamily(
     redis,
   });
   await scope.register(usersRoutes, { store });
-  await scope.register(filesRoutes, { store, uploadLimitBytes: config.limits.uploadBytes });
+  await scope.register(filesRoutes, {
+    store,
+    uploadLimitBytes: config.limits.uploadBytes,
+    fileQuota: config.fileQuota,
+  });
   await scope.register(sessionsRoutes, { store, sessions });
   await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs });
   await scope.register(runRoutes, { sessions });

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { authorizeFile } from '../actors/session-service.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { JsonObject, Store, StoredFile } from '../store/store.ts';
+import type { FileQuota, JsonObject, Store, StoredFile } from '../store/store.ts';
 import { tenantOf } from './api-key-auth.ts';
 import { fileParams, fileSchema } from './file-schemas.ts';
 import { authErrors, dateTimeQuery, errorEnvelope, metadataSchema, pageOf, pageQuery } from './schemas.ts';
@@ -56,10 +56,11 @@ async function fileFor(store: Store, request: FastifyRequest, id: string): Promi
   return file;
 }
 
-export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes: number }> = async (
-  app,
-  { store, uploadLimitBytes },
-) => {
+export const filesRoutes: FastifyPluginAsyncZod<{
+  store: Store;
+  uploadLimitBytes: number;
+  fileQuota: FileQuota;
+}> = async (app, { store, uploadLimitBytes, fileQuota }) => {
   await registerUploads(app, uploadLimitBytes);
   app.post(
     '/v1/agents/files',
@@ -71,6 +72,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
         summary: 'Upload a file to the tenant pool',
         consumes: ['multipart/form-data'],
         body: uploadBody,
+        // 413: file_too_large or tenant_file_quota
         response: { 201: fileSchema, 413: errorEnvelope, 415: errorEnvelope, ...authErrors },
       },
     },
@@ -81,6 +83,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{ store: Store; uploadLimitBytes
         tenantOf(request),
         { id: newId('file'), name: upload.name, mime_type: upload.mime_type, metadata, session_id: null },
         upload.content,
+        fileQuota,
       );
       return reply.code(201).send(file);
     },

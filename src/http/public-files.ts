@@ -35,6 +35,7 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
         response: {
           201: conversationFile,
           409: errorEnvelope,
+          // file_too_large, conversation_file_quota or tenant_file_quota
           413: errorEnvelope,
           415: errorEnvelope,
           ...authErrors,
@@ -55,6 +56,7 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
           session_id: sessionId,
         },
         upload.content,
+        config.fileQuota,
       );
       return reply.code(201).send(toConversationFile(file));
     },

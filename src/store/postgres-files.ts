@@ -1,18 +1,34 @@
 // Files of PostgresStore: the record and its bytes (BYTEA in file_blobs) written and removed in one
-// transaction.
+// transaction, which also checks the upload quotas (file-quota.ts) when given.
 import type { FilePart } from './composed-store.ts';
+import { quotaError } from './file-quota.ts';
 import type { Db } from './postgres-db.ts';
 import { fileRow, now, storedFile, toFile } from './rows.ts';
-import { insert, listFiles, postgresDialect } from './sql.ts';
+import { fileUsage, insert, listFiles, postgresDialect } from './sql.ts';
 import { toPage } from './store.ts';
+
+/** The first key of the advisory lock a tenant's quota-checked uploads take (the second is the tenant's hash). */
+const FILE_QUOTA_LOCK = 0x7061_6631;
 
 /** The files of PostgresStore, on its connection. */
 export function part(db: Db): FilePart {
   return {
-    async createFile(tenantId, file, content) {
+    async createFile(tenantId, file, content, quota) {
       const stored = storedFile(file, content.length, now());
       const { sql, values } = insert(postgresDialect, 'files', fileRow(tenantId, stored));
       await db.tx(async (c) => {
+        if (quota) {
+          // A tenant's uploads take turns until commit, so that two cannot both fit in the same room.
+          await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [FILE_QUOTA_LOCK, tenantId]);
+          const usage = fileUsage(postgresDialect, tenantId, file.session_id);
+          const refused = quotaError(
+            (await c.query(usage.sql, usage.values)).rows[0],
+            quota,
+            file,
+            content.length,
+          );
+          if (refused) throw refused;
+        }
         await c.query(sql, values);
         await c.query('INSERT INTO file_blobs (file_id, data) VALUES ($1, $2)', [stored.id, content]);
       });

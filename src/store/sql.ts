@@ -136,6 +136,17 @@ export function listFiles(d: Dialect, tenantId: string, filter: FileFilter, page
   return q.statement(`SELECT * FROM files ${q.paged(where, `created_at DESC, ${d.rowOrder} DESC`, page)}`);
 }
 
+/** The bytes of a tenant's stored files, and the count and bytes of those of one conversation (none for null). */
+export function fileUsage(d: Dialect, tenantId: string, sessionId: string | null): Statement {
+  const q = new Query(d);
+  // A parameter each time it is read: SQLite's `?` is positional.
+  const inSession = () => `session_id = ${q.param(sessionId)}`;
+  return q.statement(`SELECT coalesce(sum(size), 0) AS tenant_bytes,
+      count(CASE WHEN ${inSession()} THEN 1 END) AS session_files,
+      coalesce(sum(CASE WHEN ${inSession()} THEN size END), 0) AS session_bytes
+    FROM files WHERE tenant_id = ${q.param(tenantId)}`);
+}
+
 // --- sessions
 
 export function listSessions(

@@ -1,17 +1,24 @@
 // Files of SqliteStore: the record and its bytes (a BLOB in file_blobs) written and removed in one
-// transaction.
+// transaction, which also checks the upload quotas (file-quota.ts) when given.
 import type { FilePart } from './composed-store.ts';
+import { quotaError } from './file-quota.ts';
 import { fileRow, now, storedFile, toFile } from './rows.ts';
-import { insert, listFiles, sqliteDialect } from './sql.ts';
-import { all, run, type SqliteDb } from './sqlite-db.ts';
+import { fileUsage, insert, listFiles, sqliteDialect } from './sql.ts';
+import { all, get, run, type SqliteDb } from './sqlite-db.ts';
 import { toPage } from './store.ts';
 
 /** The files of SqliteStore, on its connection. */
 export function part(db: SqliteDb): FilePart {
   return {
-    async createFile(tenantId, file, content) {
+    async createFile(tenantId, file, content, quota) {
       const stored = storedFile(file, content.length, now());
       db.write(() => {
+        // The one write transaction of the connection: no other upload counts between this and the insert.
+        if (quota) {
+          const usage = get(db, fileUsage(sqliteDialect, tenantId, file.session_id));
+          const refused = quotaError(usage, quota, file, content.length);
+          if (refused) throw refused;
+        }
         run(db, insert(sqliteDialect, 'files', fileRow(tenantId, stored)));
         db.q('INSERT INTO file_blobs (file_id, data) VALUES (?, ?)').run(stored.id, content);
       });

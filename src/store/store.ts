@@ -85,6 +85,15 @@ export interface NewFile {
   session_id: string | null;
 }
 
+/** The room an upload may take, checked in the transaction that stores it; 0 bytes for the tenant is no limit. */
+export interface FileQuota {
+  /** Files and bytes kept per conversation; applies to a file with a session_id. */
+  conversationFiles: number;
+  conversationBytes: number;
+  /** Bytes kept per tenant, pool and conversations together. */
+  tenantBytes: number;
+}
+
 export interface FileFilter {
   /** Case-insensitive prefix of the file name. */
   name?: string;
@@ -274,8 +283,12 @@ export interface Store {
   /** Soft delete; frees the reference. False when there was no such user. */
   deleteUser(tenantId: string, id: string): Promise<boolean>;
 
-  /** Stores the record and its bytes in one transaction. */
-  createFile(tenantId: string, file: NewFile, content: Buffer): Promise<StoredFile>;
+  /**
+   * Stores the record and its bytes in one transaction. With a quota, the tenant's and the conversation's
+   * stored files are counted in that transaction (uploads of a tenant one at a time), and one that would
+   * pass it throws 413 conversation_file_quota or tenant_file_quota, storing nothing.
+   */
+  createFile(tenantId: string, file: NewFile, content: Buffer, quota?: FileQuota): Promise<StoredFile>;
   getFile(tenantId: string, id: string): Promise<StoredFile | null>;
   /** Newest first. */
   listFiles(tenantId: string, filter: FileFilter, page: PageRequest): Promise<Page<StoredFile>>;

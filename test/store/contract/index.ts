@@ -4,6 +4,7 @@
 import { describe } from 'node:test';
 import { commitSession } from './commits.ts';
 import { feedback } from './feedback.ts';
+import { fileQuotas } from './file-quota.ts';
 import { files } from './files.ts';
 import { idempotencyRecords } from './idempotency.ts';
 import { lifecycle } from './lifecycle.ts';
@@ -21,6 +22,7 @@ export function storeContract(name: string, open: OpenStore): void {
     apiKeys(open);
     users(open);
     files(open);
+    fileQuotas(open);
     describe('sessions, messages, fencing and idempotency records', () => {
       const f = sessionFixture(useStore(open, { migrate: true }));
       claimShards(f);
