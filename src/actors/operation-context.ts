@@ -2,6 +2,7 @@
 // changes, the caller's observer (streamed turns) and the shutdown signal. Operations see the host only
 // through this, and the host sees an operation only as a function of it (operations.ts).
 import type { Catalogue } from '../agents/catalogue.ts';
+import type { TurnFiles } from '../agents/model-messages.ts';
 import type { Provider } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
 import type { SessionEvent } from '../machines/session.ts';
@@ -51,6 +52,8 @@ export interface OperationDeps {
   catalogue: Catalogue;
   providers: ReadonlyMap<string, Provider>;
   metrics: ActorMetrics;
+  /** The process's file cache and the per-turn file budget. */
+  files: TurnFiles;
 }
 
 export function agentOf(deps: OperationDeps, agentId: string) {

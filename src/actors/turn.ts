@@ -150,7 +150,7 @@ async function askModel(
       {
         model: agent.model,
         system: systemPrompt(agent.instructions, session.context, user),
-        messages: await toModelMessages(store, session.tenant_id, history),
+        messages: await toModelMessages(store, session.tenant_id, history, deps.files),
         onDelta: (text) => context.observer?.delta(text),
       },
       { totalMs: agent.timeouts.total_ms, stallMs: agent.timeouts.stall_ms, signal: context.signal },
