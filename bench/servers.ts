@@ -108,6 +108,8 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
     env.REDIS_URL = options.cluster.redisUrl;
     env.PARLEY_NODE_URL = url;
     env.PARLEY_TOKEN_SECRET = options.cluster.tokenSecret;
+    // W5 tells which process served a request by its x-parley-node header.
+    env.PARLEY_NODE_HEADER = 'true';
   }
   const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
   const child = spawnNode(

@@ -30,6 +30,8 @@ export interface ForwardingOptions {
   metrics: ClusterMetrics;
   /** The largest request body, as for the process's own routes. */
   bodyLimit: number;
+  /** Whether answers carry NODE_HEADER: host and PID are for an operator who asks, not for every client. */
+  nodeHeader: boolean;
 }
 
 export function registerForwarding(app: FastifyInstance, options: ForwardingOptions): void {
@@ -39,7 +41,7 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
   app.addHook('onClose', async () => agent.close());
 
   app.addHook('onRequest', async (request, reply) => {
-    reply.header(NODE_HEADER, coordinator.nodeId);
+    if (options.nodeHeader) reply.header(NODE_HEADER, coordinator.nodeId);
     const shard = shardOfRequest(request, coordinator);
     if (shard === null) return;
     let route = coordinator.route(shard);

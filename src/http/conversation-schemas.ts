@@ -2,7 +2,7 @@
 // path that names one, its session token, and the feedback and inactivity requests made inside it.
 import { z } from 'zod';
 import type { SessionRecord } from '../store/store.ts';
-import { messageSchema } from './message-schemas.ts';
+import { conversationMessageSchema } from './message-schemas.ts';
 import { metadataSchema, text, timestamp } from './schemas.ts';
 import { sessionSchema, sessionStatus } from './session-schemas.ts';
 
@@ -71,7 +71,7 @@ export const inactivityRequest = z
 export const inactivityResult = z
   .object({
     step: z.enum(['warning', 'final']),
-    message: messageSchema,
+    message: conversationMessageSchema,
     conversation_status: sessionStatus,
   })
   .meta({ id: 'InactivityResult' });

@@ -1,17 +1,24 @@
 // What the message routes of both families share, parameterised by the family: sending a message and getting
 // the agent's reply, as one JSON answer (201) or as Server-Sent Events, and a page of a session's messages.
-// The families differ in how a request names its session and in whether the sender is the end user.
+// The families differ in how a request names its session and in whether the sender is the end user (who
+// sees messages without their metadata).
 // Idempotency-Key is honoured (DESIGN.md §5); a replayed answer says so in Idempotent-Replayed.
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { TurnObserver } from '../actors/operation-context.ts';
-import { publicMessage } from '../actors/public-message.ts';
+import {
+  conversationMessage,
+  type MessageView,
+  type PublicMessage,
+  publicMessage,
+} from '../actors/public-message.ts';
 import type { SessionService } from '../actors/session-service.ts';
 import { AppError, sessionNotFound } from '../errors.ts';
 import type { PageRequest, Store } from '../store/store.ts';
 import {
   agentReply,
+  conversationReply,
   idempotencyHeaders,
   type MessageRequest,
   messageRequest,
@@ -33,7 +40,7 @@ export interface SendFamily {
   target(request: FastifyRequest, id: string): SessionTarget;
   /**
    * Sent with a session token: only the user speaks (DESIGN.md §4), and content blocks may name only files
-   * uploaded in this conversation.
+   * uploaded in this conversation; the answers show messages without their metadata.
    */
   endUser: boolean;
 }
@@ -51,6 +58,7 @@ export function registerSendRoutes(
   { sessions, pingMs }: SendOptions,
 ): void {
   const params = z.object({ [family.param]: z.string() });
+  const view: MessageView = family.endUser ? conversationMessage : (m) => m;
   const options = <A extends object>(summary: string, answer: A) => ({
     config: { session: family.param },
     schema: {
@@ -84,12 +92,14 @@ export function registerSendRoutes(
 
   app.post(
     path,
-    options("Send a message and get the agent's reply", { 201: agentReply }),
+    options("Send a message and get the agent's reply", {
+      201: family.endUser ? conversationReply : agentReply,
+    }),
     async (request, reply) => {
       const target = targetOf(request, request.params, request.body);
       const result = await send(target, request.body, request.headers['idempotency-key']);
       if (result.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send({ agent_message: result.agent_message });
+      return reply.code(201).send({ agent_message: view(result.agent_message) });
     },
   );
 
@@ -104,6 +114,7 @@ export function registerSendRoutes(
         turnStart: (turnId) => sessions.turnStart(target.sessionId, turnId),
         log: request.log,
         pingMs,
+        view,
       });
     },
   );
@@ -120,14 +131,15 @@ function assertUserRole(role: MessageRequest['role']) {
 }
 
 /** A page of the session's messages, oldest first, once the caller may read the session. */
-export async function messagePage(
+export async function messagePage<M>(
   store: Store,
   sessions: SessionService,
   target: SessionTarget,
   page: PageRequest,
+  view: (m: PublicMessage) => M,
 ) {
   await sessions.getSession(target.tenantId, target.sessionId, target.authorize);
   const messages = await store.listMessages(target.tenantId, target.sessionId, page);
   if (!messages) throw sessionNotFound(target.sessionId);
-  return { items: messages.items.map(publicMessage), next_offset: messages.next_offset };
+  return { items: messages.items.map((m) => view(publicMessage(m))), next_offset: messages.next_offset };
 }

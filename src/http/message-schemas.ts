@@ -66,6 +66,11 @@ export const messageSchema = z
   })
   .meta({ id: 'Message' });
 
+/** The Message of the public family: its metadata is the integrator's, never shown to the end user. */
+export const conversationMessageSchema = messageSchema
+  .omit({ metadata: true })
+  .meta({ id: 'ConversationMessage' });
+
 /** The Idempotency-Key header: 1–255 printable ASCII characters. */
 export const idempotencyHeaders = z.object({
   'idempotency-key': z
@@ -75,6 +80,10 @@ export const idempotencyHeaders = z.object({
 });
 
 export const agentReply = z.object({ agent_message: messageSchema }).meta({ id: 'AgentReply' });
+
+export const conversationReply = z
+  .object({ agent_message: conversationMessageSchema })
+  .meta({ id: 'ConversationReply' });
 
 /** The 200 answer of a streamed send, for the OpenAPI document. */
 export const sseResponse = {

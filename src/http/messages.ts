@@ -38,7 +38,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) =>
-      messagePage(store, sessions, keySession(request, request.params.session_id), request.query),
+      messagePage(store, sessions, keySession(request, request.params.session_id), request.query, (m) => m),
   );
 
   app.get(

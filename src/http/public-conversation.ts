@@ -3,6 +3,7 @@
 // call is limited to the token's conversation.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { conversationMessage } from '../actors/public-message.ts';
 import type { SessionService } from '../actors/session-service.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
@@ -16,7 +17,7 @@ import {
   toConversation,
 } from './conversation-schemas.ts';
 import { messagePage, registerSendRoutes } from './message-routes.ts';
-import { messageSchema } from './message-schemas.ts';
+import { conversationMessageSchema } from './message-schemas.ts';
 import { onConversation } from './route-config.ts';
 import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import { terminateRequest, terminateResult } from './session-schemas.ts';
@@ -53,10 +54,11 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
         summary: 'List the messages of the conversation, oldest first',
         params: conversationParams,
         querystring: z.object(pageQuery),
-        response: { 200: pageOf(messageSchema), ...authErrors },
+        response: { 200: pageOf(conversationMessageSchema), ...authErrors },
       },
     },
-    async (request) => messagePage(store, sessions, tokenSession(request), request.query),
+    async (request) =>
+      messagePage(store, sessions, tokenSession(request), request.query, conversationMessage),
   );
 
   registerSendRoutes(
@@ -112,7 +114,8 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     },
     async (request) => {
       const { tenantId, sessionId, authorize } = tokenSession(request);
-      return sessions.inactivity(tenantId, sessionId, request.body.step, authorize);
+      const result = await sessions.inactivity(tenantId, sessionId, request.body.step, authorize);
+      return { ...result, message: conversationMessage(result.message) };
     },
   );
 

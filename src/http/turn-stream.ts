@@ -5,7 +5,7 @@
 // text it holds; resuming a dropped stream can be built on that.
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { TurnObserver } from '../actors/operation-context.ts';
-import { publicMessage } from '../actors/public-message.ts';
+import { type MessageView, publicMessage } from '../actors/public-message.ts';
 import type { SendResult } from '../actors/session-service.ts';
 import { AppError } from '../errors.ts';
 import type { MessageRecord } from '../store/store.ts';
@@ -19,6 +19,8 @@ export interface TurnStreamOptions {
   turnStart(turnId: string): Promise<MessageRecord | null>;
   log: FastifyBaseLogger;
   pingMs?: number;
+  /** How the family shows the turn's messages (the public family without their metadata). */
+  view: MessageView;
 }
 
 /**
@@ -66,7 +68,7 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
       sse.send('turn.started', `${turnId}:0`, {
         turn_id: turnId,
         session_id: sessionId,
-        user_message: message ? publicMessage(message) : null,
+        user_message: message ? options.view(publicMessage(message)) : null,
       });
     };
 
@@ -99,7 +101,7 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         flushHeld();
         sse.send('message.completed', `${turnId}:${offset + 2}`, {
           turn_id: turnId,
-          message: result.agent_message,
+          message: options.view(result.agent_message),
         });
         sse.send('turn.completed', `${turnId}:${offset + 3}`, {
           turn_id: turnId,

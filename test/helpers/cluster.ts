@@ -116,6 +116,8 @@ export async function startCluster(t: TestContext, options: ClusterOptions = {})
     REDIS_URL: redis.url,
     PARLEY_NODE_URL: urls[i] as string,
     PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
+    // The tests tell which process served a request by its x-parley-node header.
+    PARLEY_NODE_HEADER: 'true',
     PARLEY_TOKEN_SECRET: tokenSecret,
     PARLEY_BOOTSTRAP_API_KEY: clusterApiKey,
     // The load generators send hundreds of requests a second with one key: not what these tests are about.

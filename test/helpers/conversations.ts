@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import type { TestApp } from './app.ts';
 import { encodeForm, fileForm } from './multipart.ts';
-import { client } from './sessions.ts';
+import { client, type Message } from './sessions.ts';
 
 export interface Conversation {
   id: string;
@@ -36,6 +36,9 @@ export const recordKeys = [
   'status',
   'updated_at',
 ];
+
+/** A message as the public family shows it: without its metadata, which is the integrator's. */
+export const seenByEndUser = ({ metadata: _metadata, ...message }: Message) => message;
 
 export const publicPath = (conversationId: string, rest = '') =>
   `/v1/public/agents/conversations/${conversationId}${rest}`;

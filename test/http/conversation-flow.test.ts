@@ -3,6 +3,7 @@
 // (closes) → a refused send → feedback → terminate twice → the closed state. X-Request-Id on every answer.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { seenByEndUser } from '../helpers/conversations.ts';
 import { tinyPng } from '../helpers/multipart.ts';
 import { useSessionApp } from '../helpers/sessions.ts';
 
@@ -181,7 +182,8 @@ describe('a conversation over HTTP, start to end', () => {
     assert.equal(messages.body.items[5].id, final.body.message.id);
     const server = await call(`/v1/agents/sessions/${id}/messages`, { headers: { 'x-api-key': t.apiKey } });
     assert.equal(server.status, 200);
-    assert.deepEqual(server.body.items, messages.body.items);
+    // The same messages; only the API key sees their metadata (the integrator's).
+    assert.deepEqual(server.body.items.map(seenByEndUser), messages.body.items);
     const session = await call(`/v1/agents/sessions/${id}`, { headers: { 'x-api-key': t.apiKey } });
     assert.equal(session.body.status, 'closed');
     assert.deepEqual(session.body.context, { channel: 'web' });

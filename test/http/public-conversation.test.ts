@@ -5,7 +5,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SessionTokens } from '../../src/auth/session-tokens.ts';
 import { apiKeyIdOf } from '../helpers/app.ts';
-import { type Conversation, openConversation, publicClient, recordKeys } from '../helpers/conversations.ts';
+import {
+  type Conversation,
+  openConversation,
+  publicClient,
+  recordKeys,
+  seenByEndUser,
+} from '../helpers/conversations.ts';
 import { encodeForm, tinyPdf, tinyPng } from '../helpers/multipart.ts';
 import {
   allMessages,
@@ -175,7 +181,7 @@ describe('GET /v1/public/agents/conversations/{id}/messages', () => {
     for (const word of ['a', 'b', 'c']) {
       assert.equal((await c.pub.post('/messages', { content: word })).statusCode, 201);
     }
-    const all = await allMessages(t, c.id);
+    const all = (await allMessages(t, c.id)).map(seenByEndUser);
     assert.equal(all.length, 6);
     const whole = await c.pub.get('/messages');
     assert.equal(whole.statusCode, 200, whole.body);
@@ -237,7 +243,8 @@ describe('POST /v1/public/agents/conversations/{id}/messages', () => {
     assert.equal(user?.role, 'user');
     assert.deepEqual(user?.content, [{ type: 'text', text: 'hi there' }]);
     assert.deepEqual(user?.metadata, { page: '/pricing' });
-    assert.deepEqual(assistant, reply);
+    assert.ok(assistant);
+    assert.deepEqual(seenByEndUser(assistant), reply);
     assert.equal((await getSession(t, c.id)).messages_count, 2);
   });
 
@@ -632,7 +639,7 @@ describe('POST /v1/public/agents/conversations/{id}/inactivity', () => {
     assert.equal(body.conversation_status, 'active');
     assert.equal(body.message.role, 'assistant');
     assert.deepEqual(body.message.content, [{ type: 'text', text: DEFAULT_WARNING }]);
-    assert.deepEqual(await allMessages(t, c.id), [body.message]);
+    assert.deepEqual((await allMessages(t, c.id)).map(seenByEndUser), [body.message]);
     assert.deepEqual((await c.pub.get('/messages')).json().items, [body.message]);
     const conversation = await record(c.pub);
     assert.equal(conversation.status, 'active');
