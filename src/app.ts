@@ -12,6 +12,7 @@ import { createOperationRunner } from './actors/operations.ts';
 import { SessionHost } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
 import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
+import { FileCache } from './agents/file-cache.ts';
 import type { Provider } from './agents/provider.ts';
 import { ScriptedProvider } from './agents/scripted.ts';
 import { ensureBootstrapKey } from './auth/api-keys.ts';
@@ -95,7 +96,12 @@ async function joinCluster(
     metrics,
     log: app.log,
   });
-  registerForwarding(app, { coordinator, metrics, bodyLimit: config.limits.bodyBytes });
+  registerForwarding(app, {
+    coordinator,
+    metrics,
+    bodyLimit: config.limits.bodyBytes,
+    nodeHeader: config.nodeHeader,
+  });
   const redis = rateLimitRedis(redisUrl, (err) => app.log.warn({ err }, 'rate-limit counters unreachable'));
   return { coordinator, redis };
 }
@@ -185,7 +191,13 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const host = new SessionHost({
     store,
     coordinator,
-    run: createOperationRunner({ store, catalogue, providers, metrics }),
+    run: createOperationRunner({
+      store,
+      catalogue,
+      providers,
+      metrics,
+      files: { cache: new FileCache(config.turnFiles.cacheBytes), budgetBytes: config.turnFiles.budgetBytes },
+    }),
     metrics,
     maxResident: config.actors.maxResident,
     idleMs: config.actors.idleMs,

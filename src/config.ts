@@ -42,12 +42,21 @@ const envSchema = z
     PARLEY_RATE_LIMIT_TOKEN: integer(1, 1_000_000).default(120),
     PARLEY_MAX_BODY_BYTES: integer(1024, 64 * MiB).default(MiB),
     PARLEY_MAX_UPLOAD_BYTES: integer(1, 1024 * MiB).default(20 * MiB),
+    PARLEY_CONVERSATION_MAX_FILES: integer(1, 1_000_000).default(100),
+    PARLEY_CONVERSATION_MAX_FILE_BYTES: integer(1, 2 ** 50).default(200 * MiB),
+    PARLEY_TENANT_MAX_FILE_BYTES: integer(0, 2 ** 50).default(10 * 1024 * MiB),
+    PARLEY_MAX_TURN_FILE_BYTES: integer(0, 1024 * MiB).default(32 * MiB),
+    PARLEY_FILE_CACHE_BYTES: integer(0, 16 * 1024 * MiB).default(64 * MiB),
     PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
     PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
     PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
     PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
     PARLEY_LEASE_TTL_MS: integer(1000, 600_000).default(10_000),
     PARLEY_DRAIN_DELAY_MS: integer(0, 60_000).default(1000),
+    PARLEY_NODE_HEADER: z
+      .enum(['true', 'false'], { error: 'must be true or false' })
+      .default('false')
+      .transform((v) => v === 'true'),
     PARLEY_REQUEST_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
     PARLEY_HEADERS_TIMEOUT_MS: integer(1, 3_600_000).default(10_000),
     PARLEY_KEEP_ALIVE_TIMEOUT_MS: integer(1, 3_600_000).default(72_000),
@@ -81,6 +90,14 @@ export interface Config {
   readonly corsOrigins: readonly string[];
   readonly rateLimit: { readonly perApiKey: number; readonly perSessionToken: number };
   readonly limits: { readonly bodyBytes: number; readonly uploadBytes: number };
+  /** Uploads kept per conversation (files and bytes) and per tenant (bytes; 0 for no limit). */
+  readonly fileQuota: {
+    readonly conversationFiles: number;
+    readonly conversationBytes: number;
+    readonly tenantBytes: number;
+  };
+  /** Bytes of files one turn attaches (newest first), and bytes of files a process keeps between turns. */
+  readonly turnFiles: { readonly budgetBytes: number; readonly cacheBytes: number };
   readonly actors: { readonly maxResident: number; readonly idleMs: number; readonly sweepMs: number };
   /** Between `: ping` comments on an open event stream. */
   readonly ssePingMs: number;
@@ -88,6 +105,8 @@ export interface Config {
   readonly leaseTtlMs: number;
   /** Cluster mode: how long a stopping process keeps serving after readiness fails, for balancers to notice. */
   readonly drainDelayMs: number;
+  /** Cluster mode: whether every answer names the process that served it (x-parley-node: host and PID). */
+  readonly nodeHeader: boolean;
   /**
    * Receiving a request (headers, then body) is bounded; a streamed reply is not. Idle keep-alive sockets
    * close after keepAliveMs; connections beyond maxConnections are closed as they arrive.
@@ -134,6 +153,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       .filter(Boolean),
     rateLimit: { perApiKey: e.PARLEY_RATE_LIMIT_KEY, perSessionToken: e.PARLEY_RATE_LIMIT_TOKEN },
     limits: { bodyBytes: e.PARLEY_MAX_BODY_BYTES, uploadBytes: e.PARLEY_MAX_UPLOAD_BYTES },
+    fileQuota: {
+      conversationFiles: e.PARLEY_CONVERSATION_MAX_FILES,
+      conversationBytes: e.PARLEY_CONVERSATION_MAX_FILE_BYTES,
+      tenantBytes: e.PARLEY_TENANT_MAX_FILE_BYTES,
+    },
+    turnFiles: { budgetBytes: e.PARLEY_MAX_TURN_FILE_BYTES, cacheBytes: e.PARLEY_FILE_CACHE_BYTES },
     actors: {
       maxResident: e.PARLEY_MAX_ACTORS,
       idleMs: e.PARLEY_ACTOR_IDLE_SECONDS * 1000,
@@ -142,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ssePingMs: e.PARLEY_SSE_PING_SECONDS * 1000,
     leaseTtlMs: e.PARLEY_LEASE_TTL_MS,
     drainDelayMs: e.PARLEY_DRAIN_DELAY_MS,
+    nodeHeader: e.PARLEY_NODE_HEADER,
     http: {
       requestTimeoutMs: e.PARLEY_REQUEST_TIMEOUT_MS,
       headersTimeoutMs: e.PARLEY_HEADERS_TIMEOUT_MS,
