@@ -124,7 +124,9 @@ export function listFiles(d: Dialect, tenantId: string, filter: FileFilter, page
   if (filter.session_id !== undefined) where.push(`session_id = ${q.param(filter.session_id)}`);
   if (filter.agent_ids !== undefined) {
     const agents = d.inJsonArray('s.agent_id', q.param(JSON.stringify(filter.agent_ids)), 'text');
-    where.push(`(session_id IS NULL OR session_id IN (SELECT s.id FROM sessions s WHERE ${agents}))`);
+    // A lookup of each file's own session by key (and tenant), not a scan of every session of the agents.
+    where.push(`(session_id IS NULL OR EXISTS (SELECT 1 FROM sessions s
+      WHERE s.id = files.session_id AND s.tenant_id = files.tenant_id AND ${agents}))`);
   }
   if (filter.mime_type !== undefined) where.push(`mime_type = ${q.param(filter.mime_type)}`);
   if (filter.created_after !== undefined) {
