@@ -78,14 +78,15 @@ async function loadFiles(
       loaded.set(file.id, 'over budget');
       continue;
     }
-    left -= file.size;
     let data = cache.get(tenantId, file.id);
     if (!data) {
       data = (await store.readFileContent(tenantId, file.id)) ?? undefined;
+      // Deleted since its record was read: it takes none of the budget.
       if (!data) continue;
       cache.set(tenantId, file.id, data);
       await yieldToLoop();
     }
+    left -= file.size;
     loaded.set(file.id, { file, data });
   }
   for (const [i, id] of ids.entries()) if (!records[i]) cache.delete(tenantId, id);
