@@ -29,7 +29,10 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
     request_id: newRequestId(),
     timestamp: new Date().toISOString(),
   });
-  if (socket.writable) {
+  // A reply already under way on this connection (an event stream, say) must not get these bytes spliced
+  // into it: Node's own handler checks the same private field.
+  const reply = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  if (socket.writable && reply?.headersSent !== true) {
     socket.write(
       `HTTP/1.1 ${answer.statusCode} ${reasons[code] ?? 'Bad Request'}\r\n` +
         `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
