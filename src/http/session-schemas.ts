@@ -1,6 +1,7 @@
 // Schemas of the Session resource: creating one (with its user lookup and context), the resource as
 // answered, the path that names one, and terminating it (shared with the public family's conversations).
 import { z } from 'zod';
+import { SESSION_STATUSES } from '../machines/session-status.ts';
 import type { SessionRecord } from '../store/store.ts';
 import { jsonObject, KiB, metadataSchema, text, timestamp } from './schemas.ts';
 import { userReference } from './user-schemas.ts';
@@ -26,7 +27,7 @@ export const sessionCreate = z
 /** The path of every route addressed to one session. */
 export const sessionParams = z.object({ session_id: z.string() });
 
-export const sessionStatus = z.enum(['active', 'closed', 'expired']);
+export const sessionStatus = z.enum(SESSION_STATUSES);
 
 export const sessionSchema = z
   .object({

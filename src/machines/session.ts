@@ -4,9 +4,10 @@
 // once it has finished) and the actions that answer waiting callers. Lasting changes come in as events only
 // after their commit; the snapshot each commit stores is computed here.
 import { type ActorRefFrom, assign, createActor, type SnapshotFrom, setup } from 'xstate';
+// A session's lifecycle status: the machine's states, and the session row's `status` column.
+import type { SessionStatus } from './session-status.ts';
 
-/** A session's lifecycle status: the machine's states, and the session row's `status` column. */
-export type SessionStatus = 'active' | 'closed' | 'expired';
+export type { SessionStatus };
 
 export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire';
 

@@ -2,6 +2,8 @@
 // store.ts, and the rows (column → value) that records are written as. Both schemas keep instants and JSON
 // as text, so node:sqlite and pg hand back the same values; the one difference, PostgreSQL's BIGINT
 // arriving as a string, is handled where it occurs (toFile).
+
+import { SESSION_STATUSES } from '../machines/session-status.ts';
 import type {
   ApiKeyRecord,
   ContentBlock,
@@ -13,7 +15,6 @@ import type {
   NewFile,
   NewSession,
   SessionRecord,
-  SessionStatus,
   SessionWrite,
   StoredFile,
   Tenant,
@@ -65,7 +66,6 @@ const object = (r: Row, column: string): JsonObject => {
   return typeof value === 'string' ? JSON.parse(value) : {};
 };
 
-const statuses: readonly SessionStatus[] = ['active', 'closed', 'expired'];
 const roles: readonly MessageRecord['role'][] = ['user', 'assistant'];
 
 export const toTenant = (r: Row): Tenant => ({
@@ -113,7 +113,7 @@ export const toSession = (r: Row): SessionRecord => {
     tenant_id: text(r, 'tenant_id'),
     agent_id: text(r, 'agent_id'),
     user: userId ? { id: userId, reference: textOrNull(r, 'user_reference') } : null,
-    status: oneOf(r, 'status', statuses),
+    status: oneOf(r, 'status', SESSION_STATUSES),
     created_at: text(r, 'created_at'),
     updated_at: text(r, 'updated_at'),
     messages_count: integer(r, 'messages_count'),
