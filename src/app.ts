@@ -9,6 +9,7 @@ import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-
 import type { Redis } from 'ioredis';
 import { createActorMetrics } from './actors/actor-metrics.ts';
 import { createOperationRunner } from './actors/operations.ts';
+import { ResidentBytes } from './actors/resident-bytes.ts';
 import { SessionHost } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
 import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
@@ -188,6 +189,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         redis: undefined,
       };
   const metrics = createActorMetrics(app.metrics);
+  const resident = new ResidentBytes(config.actors.maxResidentBytes, (bytes) =>
+    metrics.residentBytes.set(bytes),
+  );
   const host = new SessionHost({
     store,
     coordinator,
@@ -196,10 +200,14 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       catalogue,
       providers,
       metrics,
-      files: { cache: new FileCache(config.turnFiles.cacheBytes), budgetBytes: config.turnFiles.budgetBytes },
+      files: {
+        cache: new FileCache(config.turnFiles.cacheBytes, resident),
+        budgetBytes: config.turnFiles.budgetBytes,
+      },
     }),
     metrics,
     maxResident: config.actors.maxResident,
+    resident,
     idleMs: config.actors.idleMs,
     sweepMs: config.actors.sweepMs,
     log: app.log,

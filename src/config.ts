@@ -48,6 +48,7 @@ const envSchema = z
     PARLEY_MAX_TURN_FILE_BYTES: integer(0, 1024 * MiB).default(32 * MiB),
     PARLEY_FILE_CACHE_BYTES: integer(0, 16 * 1024 * MiB).default(64 * MiB),
     PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
+    PARLEY_MAX_RESIDENT_BYTES: integer(0, 1024 * 1024 * MiB).default(512 * MiB),
     PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
     PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
     PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
@@ -98,7 +99,12 @@ export interface Config {
   };
   /** Bytes of files one turn attaches (newest first), and bytes of files a process keeps between turns. */
   readonly turnFiles: { readonly budgetBytes: number; readonly cacheBytes: number };
-  readonly actors: { readonly maxResident: number; readonly idleMs: number; readonly sweepMs: number };
+  readonly actors: {
+    readonly maxResident: number;
+    readonly maxResidentBytes: number;
+    readonly idleMs: number;
+    readonly sweepMs: number;
+  };
   /** Between `: ping` comments on an open event stream. */
   readonly ssePingMs: number;
   /** Shard lease and membership TTL in cluster mode. */
@@ -161,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnFiles: { budgetBytes: e.PARLEY_MAX_TURN_FILE_BYTES, cacheBytes: e.PARLEY_FILE_CACHE_BYTES },
     actors: {
       maxResident: e.PARLEY_MAX_ACTORS,
+      maxResidentBytes: e.PARLEY_MAX_RESIDENT_BYTES,
       idleMs: e.PARLEY_ACTOR_IDLE_SECONDS * 1000,
       sweepMs: e.PARLEY_SWEEP_SECONDS * 1000,
     },

@@ -11,6 +11,11 @@ export function createActorMetrics(registry: Registry) {
       help: 'Session actors held in memory by this process',
       registers: [registry],
     }),
+    residentBytes: new Gauge({
+      name: 'parley_resident_bytes',
+      help: 'Bytes of session histories and file contents this process keeps between requests (estimated)',
+      registers: [registry],
+    }),
     activations: new Counter({
       name: 'parley_actor_activations_total',
       help: 'Session actors loaded from the store',

@@ -45,7 +45,7 @@ export async function commitFenced(
     if (keyed) entry.keyedCommits++;
   }
   entry.session.messages_count = result.messages_count;
-  if (entry.history && result.messages.length > 0) entry.history.push(...result.messages);
+  entry.history.append(result.messages);
   if (event) entry.actor.send(event);
   return result;
 }

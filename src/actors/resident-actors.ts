@@ -5,17 +5,16 @@ import { createActor } from 'xstate';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { shardMoving } from '../errors.ts';
 import type { OperationRef, SessionActor, SessionMachine } from '../machines/session.ts';
-import type { MessageRecord, SessionRecord, Store } from '../store/store.ts';
+import type { SessionRecord, Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
+import { CachedHistory } from './cached-history.ts';
+import type { ResidentBytes } from './resident-bytes.ts';
 
 export interface SessionEntry {
   /** The session row as activated; `messages_count` follows the commits of this process. */
   readonly session: SessionRecord;
-  /**
-   * The session's latest messages, oldest first, once a turn has read them: every commit appends what it
-   * stored, so a turn does not read its history back from the store. Gone with the actor.
-   */
-  history: MessageRecord[] | null;
+  /** The session's latest messages, kept between turns while the resident bytes allow. Gone with the actor. */
+  readonly history: CachedHistory;
   readonly actor: SessionActor;
   lastUsed: number;
   /**
@@ -36,6 +35,8 @@ export interface ResidentActorsOptions {
   metrics: ActorMetrics;
   /** Most actors kept in memory (DESIGN.md §10: 50,000). */
   maxResident: number;
+  /** The bytes the process keeps for its sessions: their histories count against it. */
+  resident: ResidentBytes;
   maxWaiting?: number;
 }
 
@@ -113,6 +114,7 @@ export class ResidentActors {
     this.#entries.delete(sessionId);
     const waiting = entry.actor.getSnapshot().context.queue;
     entry.actor.stop();
+    entry.history.forget();
     this.#o.metrics.passivations.inc({ reason });
     this.#o.metrics.resident.set(this.#entries.size);
     return waiting;
@@ -124,7 +126,8 @@ export class ResidentActors {
     const { session } = loaded;
     if (!this.#o.coordinator.serves(session.shard)) throw shardMoving({ session_id: sessionId });
     const actor = createSessionActor(this.#o, sessionId, session, loaded.snapshot);
-    const entry: SessionEntry = { session, history: null, actor, lastUsed: Date.now(), keyedCommits: 0 };
+    const history = new CachedHistory(sessionId, this.#o.resident);
+    const entry: SessionEntry = { session, history, actor, lastUsed: Date.now(), keyedCommits: 0 };
     // In the map before it starts: its operations find their entry by session id.
     this.#entries.set(sessionId, entry);
     actor.start();

@@ -23,6 +23,7 @@ import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
 import type { OperationContext, TurnObserver } from './operation-context.ts';
 import type { Operation, OperationRunner, ResultOf } from './operations.ts';
 import { type DropReason, ResidentActors, type SessionEntry } from './resident-actors.ts';
+import type { ResidentBytes } from './resident-bytes.ts';
 import { Sweeper } from './sweeper.ts';
 
 export interface SessionHostOptions {
@@ -32,6 +33,8 @@ export interface SessionHostOptions {
   metrics: ActorMetrics;
   /** Most actors kept in memory (DESIGN.md §10: 50,000). */
   maxResident: number;
+  /** The bytes kept for sessions between requests (histories, file contents), under one bound. */
+  resident: ResidentBytes;
   /** Idle time after which an actor is passivated (10 min). */
   idleMs: number;
   /** How often to passivate idle actors and expire due sessions. */

@@ -8,11 +8,10 @@ import { toModelMessages } from '../agents/model-messages.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { ModelReply, Provider, Usage } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
-import type { ContentBlock, JsonObject, MessageRecord, Store } from '../store/store.ts';
+import type { ContentBlock, JsonObject, MessageRecord } from '../store/store.ts';
 import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idempotency.ts';
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { type PublicMessage, publicMessage } from './public-message.ts';
-import type { SessionEntry } from './resident-actors.ts';
 import { activity } from './session-changes.ts';
 
 export interface SendPayload {
@@ -143,7 +142,8 @@ async function askModel(
       (performance.now() - modelStarted) / 1000,
     );
   try {
-    const history = await recentHistory(store, context.entry, agent.history_limit);
+    const limit = agent.history_limit;
+    const history = await context.entry.history.recent(limit, () => store.recentMessages(session.id, limit));
     const user = session.user ? await store.getUser(session.tenant_id, session.user.id) : null;
     const reply = await callModel(
       provider,
@@ -163,11 +163,4 @@ async function askModel(
     metrics.turns.inc({ outcome });
     throw err;
   }
-}
-
-/** The last `limit` messages, from the actor's cache (kept to `limit`) or, on its first turn, the store. */
-async function recentHistory(store: Store, entry: SessionEntry, limit: number): Promise<MessageRecord[]> {
-  entry.history ??= await store.recentMessages(entry.session.id, limit);
-  if (entry.history.length > limit) entry.history.splice(0, entry.history.length - limit);
-  return entry.history;
 }

@@ -3,6 +3,7 @@
 // so a later turn does not read them again. Reads are counted by wrapping the real store's method.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
+import { ResidentBytes } from '../../src/actors/resident-bytes.ts';
 import { FileCache } from '../../src/agents/file-cache.ts';
 import { toModelMessages } from '../../src/agents/model-messages.ts';
 import type { ModelPart } from '../../src/agents/provider.ts';
@@ -12,6 +13,8 @@ import type { TestApp } from '../helpers/app.ts';
 import { createSession, send, upload, useSessionApp } from '../helpers/sessions.ts';
 
 const budget = 2500;
+/** Resident bytes that never take a file back: these tests are about the cache's own bound. */
+const unbounded = () => new ResidentBytes(Number.MAX_SAFE_INTEGER);
 /** The ids of the files read from the store, in order, since the last test began. */
 const reads: string[] = [];
 
@@ -71,7 +74,7 @@ describe('a history with more file bytes than the turn budget', () => {
       message('user', { type: 'text', text: 'And again:' }, fileBlock(newest)),
     ];
     const messages = await toModelMessages(t.store, 't1', history, {
-      cache: new FileCache(10_000),
+      cache: new FileCache(10_000, unbounded()),
       budgetBytes: budget,
     });
     const leftOut = (id: string) =>
@@ -112,7 +115,7 @@ describe('the file cache', () => {
   });
 
   test('never holds more than its bound: the least recently used go first, a file larger than the bound is not kept', () => {
-    const cache = new FileCache(2500);
+    const cache = new FileCache(2500, unbounded());
     const bytes = (n: number) => Buffer.alloc(n);
     cache.set('t1', 'a', bytes(1000));
     cache.set('t1', 'b', bytes(1000));
@@ -130,7 +133,7 @@ describe('the file cache', () => {
   });
 
   test('across turns holding more file bytes than its bound, it stays within the bound', async () => {
-    const cache = new FileCache(1500);
+    const cache = new FileCache(1500, unbounded());
     const files = [await textFile(1000), await textFile(1000), await textFile(1000)];
     for (const id of files) {
       await toModelMessages(t.store, 't1', [message('user', fileBlock(id))], { cache, budgetBytes: budget });
@@ -140,7 +143,7 @@ describe('the file cache', () => {
   });
 
   test('a cached file deleted since is no longer available, and leaves the cache', async () => {
-    const cache = new FileCache(10_000);
+    const cache = new FileCache(10_000, unbounded());
     const id = await textFile(100);
     const history = [message('user', fileBlock(id))];
     await toModelMessages(t.store, 't1', history, { cache, budgetBytes: budget });

@@ -1,0 +1,145 @@
+// The resident bytes of a process (DESIGN §16): histories and file contents under one bound, the least
+// recently used of either kind let go first; and a session's cached history as it follows its commits.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { CachedHistory, messageBytes } from '../../src/actors/cached-history.ts';
+import { ResidentBytes } from '../../src/actors/resident-bytes.ts';
+import { FileCache } from '../../src/agents/file-cache.ts';
+import type { MessageRecord } from '../../src/store/store.ts';
+
+let seq = 0;
+function message(text: string): MessageRecord {
+  return {
+    id: `msg_${++seq}`,
+    session_id: 'ses_1',
+    role: 'user',
+    content: [{ type: 'text', text }],
+    metadata: null,
+    created_at: new Date(0).toISOString(),
+    turn_id: null,
+  };
+}
+
+/** A loader that counts its calls. */
+function loader(messages: MessageRecord[]) {
+  const load = async () => {
+    load.calls++;
+    return [...messages];
+  };
+  load.calls = 0;
+  return load;
+}
+
+describe('resident bytes', () => {
+  test('holdings past the bound push out the least recently used, each told through its release', () => {
+    const released: string[] = [];
+    const seen: number[] = [];
+    const resident = new ResidentBytes(100, (bytes) => seen.push(bytes));
+    const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
+    assert.ok(hold('a', 40));
+    assert.ok(hold('b', 40));
+    resident.touch('a');
+    assert.ok(hold('c', 40));
+    assert.deepEqual(released, ['b']);
+    assert.equal(resident.bytes, 80);
+    assert.ok(hold('a', 70), 'a holding grows in place');
+    assert.deepEqual(released, ['b', 'c']);
+    assert.equal(resident.bytes, 70);
+    assert.equal(seen.at(-1), 70, 'every change is reported');
+  });
+
+  test('a holding larger than the bound is refused and keeps nothing, without pushing anything out', () => {
+    const released: string[] = [];
+    const resident = new ResidentBytes(100);
+    resident.hold('a', 50, () => released.push('a'));
+    resident.hold('big', 30, () => released.push('big'));
+    assert.equal(
+      resident.hold('big', 101, () => released.push('big')),
+      false,
+    );
+    assert.deepEqual(released, []);
+    assert.equal(resident.bytes, 50);
+  });
+
+  test('forgetting a key frees its bytes without calling its release', () => {
+    const resident = new ResidentBytes(100);
+    resident.hold('a', 50, () => assert.fail('released'));
+    resident.forget('a');
+    resident.forget('unknown');
+    assert.equal(resident.bytes, 0);
+  });
+
+  test('a history used more recently takes the place of cached files, and files take the place of a history', async () => {
+    const resident = new ResidentBytes(10_000);
+    const files = new FileCache(10_000, resident);
+    files.set('t1', 'a', Buffer.alloc(4000));
+    files.set('t1', 'b', Buffer.alloc(4000));
+    const history = new CachedHistory('ses_1', resident);
+    const text = 'x'.repeat(1000);
+    const load = loader([message(text)]);
+    await history.recent(50, load);
+    const size = messageBytes(message(text));
+    assert.ok(size > 2000 && size < 4000, `a message of 1,000 characters counts ${size} bytes`);
+    assert.equal(files.get('t1', 'a'), undefined, 'the least recently used file went');
+    assert.ok(files.get('t1', 'b'));
+    assert.equal(resident.bytes, 4000 + size);
+    assert.equal(files.bytes, 4000);
+
+    files.set('t1', 'c', Buffer.alloc(6000));
+    assert.equal(resident.bytes, 10_000, 'the history was the least recently used: b was read after it');
+    await history.recent(50, load);
+    assert.equal(load.calls, 2, 'the history let go is read again');
+  });
+});
+
+describe('a cached history', () => {
+  test('is read once, follows appended messages and keeps the last `limit`', async () => {
+    const resident = new ResidentBytes(1_000_000);
+    const history = new CachedHistory('ses_1', resident);
+    const load = loader([message('one'), message('two')]);
+    assert.equal((await history.recent(50, load)).length, 2);
+    history.append([message('three'), message('four')]);
+    const kept = await history.recent(3, load);
+    assert.deepEqual(
+      kept.map((m) => m.content[0]?.type === 'text' && m.content[0].text),
+      ['two', 'three', 'four'],
+    );
+    assert.equal(load.calls, 1);
+    assert.equal(
+      resident.bytes,
+      kept.reduce((n, m) => n + messageBytes(m), 0),
+      'trimmed messages no longer count',
+    );
+  });
+
+  test('a history larger than the bound is answered but not kept, and leaves the rest in place', async () => {
+    const resident = new ResidentBytes(5000);
+    resident.hold('other', 1000, () => assert.fail('released'));
+    const history = new CachedHistory('ses_1', resident);
+    const load = loader([message('y'.repeat(3000))]);
+    assert.equal((await history.recent(50, load)).length, 1);
+    await history.recent(50, load);
+    assert.equal(load.calls, 2);
+    assert.equal(resident.bytes, 1000);
+  });
+
+  test('appending beyond the bound lets the history go rather than break it', async () => {
+    const resident = new ResidentBytes(5000);
+    const history = new CachedHistory('ses_1', resident);
+    const load = loader([message('a')]);
+    await history.recent(50, load);
+    history.append([message('z'.repeat(3000))]);
+    assert.equal(resident.bytes, 0);
+    await history.recent(50, load);
+    assert.equal(load.calls, 2, 'read again from the store, which has every message');
+  });
+
+  test('forgotten with its actor, it frees its bytes', async () => {
+    const resident = new ResidentBytes(1_000_000);
+    const history = new CachedHistory('ses_1', resident);
+    await history.recent(50, loader([message('one')]));
+    assert.ok(resident.bytes > 0);
+    history.forget();
+    assert.equal(resident.bytes, 0);
+  });
+});
