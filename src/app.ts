@@ -189,9 +189,13 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         redis: undefined,
       };
   const metrics = createActorMetrics(app.metrics);
-  const resident = new ResidentBytes(config.actors.maxResidentBytes, (bytes) =>
-    metrics.residentBytes.set(bytes),
-  );
+  const resident = new ResidentBytes({
+    maxBytes: config.actors.maxResidentBytes,
+    onChange: (bytes, limit) => {
+      metrics.residentBytes.set(bytes);
+      metrics.residentLimit.set(limit);
+    },
+  });
   const host = new SessionHost({
     store,
     coordinator,
@@ -204,6 +208,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         cache: new FileCache(config.turnFiles.cacheBytes, resident),
         budgetBytes: config.turnFiles.budgetBytes,
       },
+      maxHistoryChars: config.turnHistoryChars,
     }),
     metrics,
     maxResident: config.actors.maxResident,

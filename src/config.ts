@@ -47,6 +47,7 @@ const envSchema = z
     PARLEY_TENANT_MAX_FILE_BYTES: integer(0, 2 ** 50).default(10 * 1024 * MiB),
     PARLEY_MAX_TURN_FILE_BYTES: integer(0, 1024 * MiB).default(32 * MiB),
     PARLEY_FILE_CACHE_BYTES: integer(0, 16 * 1024 * MiB).default(64 * MiB),
+    PARLEY_MAX_TURN_HISTORY_CHARS: integer(1, 1024 * MiB).default(4_000_000),
     PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
     PARLEY_MAX_RESIDENT_BYTES: integer(0, 1024 * 1024 * MiB).default(512 * MiB),
     PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
@@ -99,6 +100,7 @@ export interface Config {
   };
   /** Bytes of files one turn attaches (newest first), and bytes of files a process keeps between turns. */
   readonly turnFiles: { readonly budgetBytes: number; readonly cacheBytes: number };
+  readonly turnHistoryChars: number;
   readonly actors: {
     readonly maxResident: number;
     readonly maxResidentBytes: number;
@@ -165,6 +167,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tenantBytes: e.PARLEY_TENANT_MAX_FILE_BYTES,
     },
     turnFiles: { budgetBytes: e.PARLEY_MAX_TURN_FILE_BYTES, cacheBytes: e.PARLEY_FILE_CACHE_BYTES },
+    turnHistoryChars: e.PARLEY_MAX_TURN_HISTORY_CHARS,
     actors: {
       maxResident: e.PARLEY_MAX_ACTORS,
       maxResidentBytes: e.PARLEY_MAX_RESIDENT_BYTES,

@@ -16,6 +16,11 @@ export function createActorMetrics(registry: Registry) {
       help: 'Bytes of session histories and file contents this process keeps between requests (estimated)',
       registers: [registry],
     }),
+    residentLimit: new Gauge({
+      name: 'parley_resident_limit_bytes',
+      help: 'Room allowed now for those bytes: PARLEY_MAX_RESIDENT_BYTES, less what the rest of the process takes beyond its share',
+      registers: [registry],
+    }),
     activations: new Counter({
       name: 'parley_actor_activations_total',
       help: 'Session actors loaded from the store',

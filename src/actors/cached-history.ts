@@ -16,21 +16,29 @@ export class CachedHistory {
     this.#resident = resident;
   }
 
-  /** The last `limit` messages: those kept, or those `load` reads, then kept while the bound allows. */
-  async recent(limit: number, load: () => Promise<MessageRecord[]>): Promise<MessageRecord[]> {
+  /**
+   * The last `limit` messages back while their content adds up to at most `maxChars` characters (the newest
+   * always): those kept, or those `load` reads, then kept while the bound allows.
+   */
+  async recent(
+    limit: number,
+    maxChars: number,
+    load: () => Promise<MessageRecord[]>,
+  ): Promise<MessageRecord[]> {
     const kept = this.#messages;
-    if (kept) {
-      this.#resident.touch(this.#key);
-      if (kept.length <= limit) return kept;
-      for (const message of kept.splice(0, kept.length - limit)) this.#bytes -= messageBytes(message);
+    if (!kept) {
+      const messages = await load();
+      this.#messages = messages;
+      this.#bytes = messages.reduce((n, m) => n + messageBytes(m), 0);
       this.#hold();
-      return kept;
+      return messages;
     }
-    const messages = await load();
-    this.#messages = messages;
-    this.#bytes = messages.reduce((n, m) => n + messageBytes(m), 0);
+    this.#resident.touch(this.#key);
+    const cut = Math.max(kept.length - limit, firstWithin(kept, maxChars));
+    if (cut === 0) return kept;
+    for (const message of kept.splice(0, cut)) this.#bytes -= messageBytes(message);
     this.#hold();
-    return messages;
+    return kept;
   }
 
   /** Follows a commit: `messages` were stored after those kept. */
@@ -66,4 +74,18 @@ export function messageBytes(message: MessageRecord): number {
   for (const block of message.content) bytes += 64 + 2 * (block.type === 'text' ? block.text.length : 32);
   if (message.metadata) bytes += 2 * JSON.stringify(message.metadata).length;
   return bytes;
+}
+
+/**
+ * The index of the oldest message from which on the content adds up to at most `maxChars`, the newest always
+ * counted in. Characters as the store counts them (content as JSON), closely estimated without writing it.
+ */
+function firstWithin(messages: readonly MessageRecord[], maxChars: number): number {
+  let chars = 0;
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const message = messages[i] as MessageRecord;
+    for (const block of message.content) chars += block.type === 'text' ? 25 + block.text.length : 56;
+    if (chars > maxChars && i < messages.length - 1) return i + 1;
+  }
+  return 0;
 }

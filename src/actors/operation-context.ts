@@ -54,6 +54,8 @@ export interface OperationDeps {
   metrics: ActorMetrics;
   /** The process's file cache and the per-turn file budget. */
   files: TurnFiles;
+  /** How many characters of history (content as stored) one turn reads at most, the newest message always. */
+  maxHistoryChars: number;
 }
 
 export function agentOf(deps: OperationDeps, agentId: string) {

@@ -1,49 +1,75 @@
 // The bytes a process keeps for its sessions between requests, cached histories and file contents alike,
 // under one bound (PARLEY_MAX_RESIDENT_BYTES, DESIGN §16): whatever takes room pushes out the least recently
 // used holdings of either kind. An owner holds bytes under a key and is told, through `release`, when they go.
+// The bound is the process's: when its resident set grows past nine tenths of it (requests in flight, the
+// runtime, garbage not yet collected), the holdings make room for the rest, and take it back as it is freed.
 
 interface Holding {
   bytes: number;
   release: () => void;
 }
 
+export interface ResidentBytesOptions {
+  maxBytes: number;
+  /** The process's resident set size now; process.memoryUsage.rss by default. */
+  rss?: () => number;
+  /** Milliseconds now, for how often the resident set is read; Date.now by default. */
+  now?: () => number;
+  /** Told the bytes held and the room allowed now after every change. */
+  onChange?: (bytes: number, limit: number) => void;
+}
+
+/** How often the resident set is read: it moves with garbage collection, not with each holding. */
+const CHECK_EVERY_MS = 1000;
+/** The share of the bound the resident set aims under: room for what a burst of requests allocates. */
+const AIM = 0.9;
+
 export class ResidentBytes {
   readonly maxBytes: number;
   /** In use order: the least recently used first. */
   readonly #held = new Map<string, Holding>();
   #bytes = 0;
-  readonly #onChange: (bytes: number) => void;
+  /** The room allowed now: maxBytes, less what the rest of the process has taken beyond its share. */
+  #limit: number;
+  #checkedAt = Number.NEGATIVE_INFINITY;
+  readonly #rss: () => number;
+  readonly #now: () => number;
+  readonly #onChange: (bytes: number, limit: number) => void;
 
-  constructor(maxBytes: number, onChange: (bytes: number) => void = () => {}) {
-    this.maxBytes = maxBytes;
-    this.#onChange = onChange;
+  constructor(options: ResidentBytesOptions) {
+    this.maxBytes = options.maxBytes;
+    this.#limit = options.maxBytes;
+    this.#rss = options.rss ?? process.memoryUsage.rss;
+    this.#now = options.now ?? Date.now;
+    this.#onChange = options.onChange ?? (() => {});
   }
 
-  /** The bytes held now; never more than maxBytes. */
+  /** The bytes held now; never more than the limit. */
   get bytes(): number {
     return this.#bytes;
+  }
+
+  /** The room allowed now (at most maxBytes). */
+  get limit(): number {
+    return this.#limit;
   }
 
   /**
    * Holds `bytes` under `key`, in place of what it held, as the most recently used; the least recently used
    * others are released until the total fits. False, and nothing held under `key`, when `bytes` alone exceed
-   * the bound: the owner keeps nothing then.
+   * the room allowed: the owner keeps nothing then.
    */
   hold(key: string, bytes: number, release: () => void): boolean {
     this.#remove(key);
-    if (bytes > this.maxBytes) {
-      this.#onChange(this.#bytes);
-      return false;
+    this.#adjust();
+    const held = bytes <= this.#limit;
+    if (held) {
+      this.#held.set(key, { bytes, release });
+      this.#bytes += bytes;
     }
-    this.#held.set(key, { bytes, release });
-    this.#bytes += bytes;
-    for (const [other, holding] of this.#held) {
-      if (this.#bytes <= this.maxBytes) break;
-      this.#remove(other);
-      holding.release();
-    }
-    this.#onChange(this.#bytes);
-    return true;
+    this.#shrinkTo(this.#limit);
+    this.#onChange(this.#bytes, this.#limit);
+    return held;
   }
 
   /** Counts `key` as just used. */
@@ -56,7 +82,30 @@ export class ResidentBytes {
 
   /** Lets go of `key` without calling its release: its owner has dropped the bytes already. */
   forget(key: string): void {
-    if (this.#remove(key)) this.#onChange(this.#bytes);
+    if (this.#remove(key)) this.#onChange(this.#bytes, this.#limit);
+  }
+
+  /**
+   * At most once a CHECK_EVERY_MS: over its aim, the process gives the excess back from the holdings; under
+   * it, they may grow by half the free room, up to maxBytes (half, since freed memory shows late).
+   */
+  #adjust(): void {
+    const now = this.#now();
+    if (now - this.#checkedAt < CHECK_EVERY_MS) return;
+    this.#checkedAt = now;
+    const free = this.maxBytes * AIM - this.#rss();
+    this.#limit =
+      free < 0
+        ? Math.max(0, Math.min(this.#limit, this.#bytes) + free)
+        : Math.min(this.maxBytes, this.#limit + free / 2);
+  }
+
+  #shrinkTo(limit: number): void {
+    for (const [key, holding] of this.#held) {
+      if (this.#bytes <= limit) break;
+      this.#remove(key);
+      holding.release();
+    }
   }
 
   #remove(key: string): boolean {

@@ -143,7 +143,10 @@ async function askModel(
     );
   try {
     const limit = agent.history_limit;
-    const history = await context.entry.history.recent(limit, () => store.recentMessages(session.id, limit));
+    const maxChars = deps.maxHistoryChars;
+    const history = await context.entry.history.recent(limit, maxChars, () =>
+      store.recentMessages(session.id, limit, maxChars),
+    );
     const user = session.user ? await store.getUser(session.tenant_id, session.user.id) : null;
     const reply = await callModel(
       provider,

@@ -4,7 +4,7 @@
 import type { MessagePart } from './composed-store.ts';
 import type { Db } from './postgres-db.ts';
 import { now, toFeedback, toIdempotency, toMessage } from './rows.ts';
-import { postgresDialect, upsertFeedback } from './sql.ts';
+import { postgresDialect, recentMessages, upsertFeedback } from './sql.ts';
 import { toPage } from './store.ts';
 
 /** The messages, feedback and Idempotency-Key records of PostgresStore, on its connection. */
@@ -32,13 +32,9 @@ export function part(db: Db): MessagePart {
       return toPage(rows.map(toMessage), page);
     },
 
-    async recentMessages(sessionId, limit) {
-      const rows = await db.rows(
-        `SELECT * FROM (SELECT * FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT $2) AS recent
-           ORDER BY seq`,
-        [sessionId, limit],
-      );
-      return rows.map(toMessage);
+    async recentMessages(sessionId, limit, maxChars) {
+      const { sql, values } = recentMessages(postgresDialect, sessionId, limit, maxChars);
+      return (await db.rows(sql, values)).map(toMessage);
     },
 
     async turnMessages(sessionId, turnId) {

@@ -245,3 +245,21 @@ export function upsertFeedback(
     values,
   };
 }
+
+/**
+ * The last `limit` messages of a session, oldest first, back only while their content adds up to at most
+ * `maxChars` characters, the newest always included: a long history is cut before it is read, not after.
+ */
+export function recentMessages(d: Dialect, sessionId: string, limit: number, maxChars: number): Statement {
+  const p = d.placeholder;
+  return {
+    sql: `SELECT * FROM (
+            SELECT r.*, ROW_NUMBER() OVER newer AS newest, SUM(length(r.content)) OVER newer AS chars
+              FROM (SELECT * FROM messages WHERE session_id = ${p(1)} ORDER BY seq DESC LIMIT ${p(2)}) AS r
+              WINDOW newer AS (ORDER BY r.seq DESC ROWS UNBOUNDED PRECEDING)
+          ) AS recent
+          WHERE newest = 1 OR chars <= ${p(3)}
+          ORDER BY seq`,
+    values: [sessionId, limit, maxChars],
+  };
+}

@@ -3,8 +3,8 @@
 // sqlite-sessions.ts).
 import type { MessagePart } from './composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage } from './rows.ts';
-import { sqliteDialect, upsertFeedback } from './sql.ts';
-import { get, type SqliteDb } from './sqlite-db.ts';
+import { recentMessages, sqliteDialect, upsertFeedback } from './sql.ts';
+import { all, get, type SqliteDb } from './sqlite-db.ts';
 import { toPage } from './store.ts';
 
 /** The messages, feedback and Idempotency-Key records of SqliteStore, on its connection. */
@@ -29,13 +29,8 @@ export function part(db: SqliteDb): MessagePart {
       return toPage(rows.map(toMessage), page);
     },
 
-    async recentMessages(sessionId, limit) {
-      return db
-        .q(
-          'SELECT * FROM (SELECT * FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT ?) ORDER BY seq',
-        )
-        .all(sessionId, limit)
-        .map(toMessage);
+    async recentMessages(sessionId, limit, maxChars) {
+      return all(db, recentMessages(sqliteDialect, sessionId, limit, maxChars)).map(toMessage);
     },
 
     async turnMessages(sessionId, turnId) {

@@ -315,8 +315,11 @@ export interface Store {
   getMessage(tenantId: string, sessionId: string, messageId: string): Promise<MessageRecord | null>;
   /** Oldest first; null when the session is not the tenant's. */
   listMessages(tenantId: string, sessionId: string, page: PageRequest): Promise<Page<MessageRecord> | null>;
-  /** The last `limit` messages of a session, oldest first (the model's view of the conversation). */
-  recentMessages(sessionId: string, limit: number): Promise<MessageRecord[]>;
+  /**
+   * The last `limit` messages of a session, oldest first (the model's view of the conversation), going back
+   * only while their stored content (JSON) adds up to at most `maxChars` characters; the newest is always in.
+   */
+  recentMessages(sessionId: string, limit: number, maxChars: number): Promise<MessageRecord[]>;
   /** The messages a turn stored, in order. */
   turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]>;
 

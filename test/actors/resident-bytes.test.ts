@@ -7,6 +7,8 @@ import { ResidentBytes } from '../../src/actors/resident-bytes.ts';
 import { FileCache } from '../../src/agents/file-cache.ts';
 import type { MessageRecord } from '../../src/store/store.ts';
 
+/** No bound on a history's characters: these tests are about bytes. */
+const anyChars = Number.MAX_SAFE_INTEGER;
 let seq = 0;
 function message(text: string): MessageRecord {
   return {
@@ -34,7 +36,11 @@ describe('resident bytes', () => {
   test('holdings past the bound push out the least recently used, each told through its release', () => {
     const released: string[] = [];
     const seen: number[] = [];
-    const resident = new ResidentBytes(100, (bytes) => seen.push(bytes));
+    const resident = new ResidentBytes({
+      maxBytes: 100,
+      rss: () => 0,
+      onChange: (bytes) => seen.push(bytes),
+    });
     const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
     assert.ok(hold('a', 40));
     assert.ok(hold('b', 40));
@@ -50,7 +56,7 @@ describe('resident bytes', () => {
 
   test('a holding larger than the bound is refused and keeps nothing, without pushing anything out', () => {
     const released: string[] = [];
-    const resident = new ResidentBytes(100);
+    const resident = new ResidentBytes({ maxBytes: 100, rss: () => 0 });
     resident.hold('a', 50, () => released.push('a'));
     resident.hold('big', 30, () => released.push('big'));
     assert.equal(
@@ -61,8 +67,40 @@ describe('resident bytes', () => {
     assert.equal(resident.bytes, 50);
   });
 
+  test('when the process grows past nine tenths of the bound the holdings give way, and take the room back as it frees', () => {
+    let rss = 0;
+    let now = 0;
+    const released: string[] = [];
+    const resident = new ResidentBytes({ maxBytes: 1000, rss: () => rss, now: () => now });
+    const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
+    hold('a', 400);
+    hold('b', 400);
+    rss = 1100;
+    now += 1000;
+    hold('c', 100);
+    assert.equal(resident.limit, 600, 'the 200 bytes over the aim of 900 are given back from the 800 held');
+    assert.deepEqual(released, ['a']);
+    assert.equal(resident.bytes, 500);
+    rss = 0;
+    now += 10;
+    hold('c', 100);
+    assert.equal(resident.limit, 600, 'the resident set is read once a second at most');
+    rss = 500;
+    now += 1000;
+    hold('c', 100);
+    assert.equal(resident.limit, 800, 'half the free room comes back');
+    rss = 0;
+    now += 1000;
+    hold('c', 100);
+    assert.equal(resident.limit, 1000, 'never more than the bound');
+    rss = 5000;
+    now += 1000;
+    assert.equal(hold('d', 1), false, 'a process over its bound keeps nothing');
+    assert.equal(resident.bytes, 0);
+  });
+
   test('forgetting a key frees its bytes without calling its release', () => {
-    const resident = new ResidentBytes(100);
+    const resident = new ResidentBytes({ maxBytes: 100, rss: () => 0 });
     resident.hold('a', 50, () => assert.fail('released'));
     resident.forget('a');
     resident.forget('unknown');
@@ -70,14 +108,14 @@ describe('resident bytes', () => {
   });
 
   test('a history used more recently takes the place of cached files, and files take the place of a history', async () => {
-    const resident = new ResidentBytes(10_000);
+    const resident = new ResidentBytes({ maxBytes: 10_000, rss: () => 0 });
     const files = new FileCache(10_000, resident);
     files.set('t1', 'a', Buffer.alloc(4000));
     files.set('t1', 'b', Buffer.alloc(4000));
     const history = new CachedHistory('ses_1', resident);
     const text = 'x'.repeat(1000);
     const load = loader([message(text)]);
-    await history.recent(50, load);
+    await history.recent(50, anyChars, load);
     const size = messageBytes(message(text));
     assert.ok(size > 2000 && size < 4000, `a message of 1,000 characters counts ${size} bytes`);
     assert.equal(files.get('t1', 'a'), undefined, 'the least recently used file went');
@@ -87,19 +125,19 @@ describe('resident bytes', () => {
 
     files.set('t1', 'c', Buffer.alloc(6000));
     assert.equal(resident.bytes, 10_000, 'the history was the least recently used: b was read after it');
-    await history.recent(50, load);
+    await history.recent(50, anyChars, load);
     assert.equal(load.calls, 2, 'the history let go is read again');
   });
 });
 
 describe('a cached history', () => {
   test('is read once, follows appended messages and keeps the last `limit`', async () => {
-    const resident = new ResidentBytes(1_000_000);
+    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 });
     const history = new CachedHistory('ses_1', resident);
     const load = loader([message('one'), message('two')]);
-    assert.equal((await history.recent(50, load)).length, 2);
+    assert.equal((await history.recent(50, anyChars, load)).length, 2);
     history.append([message('three'), message('four')]);
-    const kept = await history.recent(3, load);
+    const kept = await history.recent(3, anyChars, load);
     assert.deepEqual(
       kept.map((m) => m.content[0]?.type === 'text' && m.content[0].text),
       ['two', 'three', 'four'],
@@ -112,32 +150,43 @@ describe('a cached history', () => {
     );
   });
 
+  test('keeps the newest messages within a number of characters, as the store reads them, the newest always', async () => {
+    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 }));
+    const load = loader([message('a'.repeat(100)), message('b'.repeat(100))]);
+    await history.recent(50, anyChars, load);
+    history.append([message('c'.repeat(100))]);
+    const text = (m: MessageRecord) => (m.content[0]?.type === 'text' ? m.content[0].text[0] : '');
+    assert.deepEqual((await history.recent(50, 250, load)).map(text), ['b', 'c']);
+    assert.deepEqual((await history.recent(50, 10, load)).map(text), ['c']);
+    assert.equal(load.calls, 1);
+  });
+
   test('a history larger than the bound is answered but not kept, and leaves the rest in place', async () => {
-    const resident = new ResidentBytes(5000);
+    const resident = new ResidentBytes({ maxBytes: 5000, rss: () => 0 });
     resident.hold('other', 1000, () => assert.fail('released'));
     const history = new CachedHistory('ses_1', resident);
     const load = loader([message('y'.repeat(3000))]);
-    assert.equal((await history.recent(50, load)).length, 1);
-    await history.recent(50, load);
+    assert.equal((await history.recent(50, anyChars, load)).length, 1);
+    await history.recent(50, anyChars, load);
     assert.equal(load.calls, 2);
     assert.equal(resident.bytes, 1000);
   });
 
   test('appending beyond the bound lets the history go rather than break it', async () => {
-    const resident = new ResidentBytes(5000);
+    const resident = new ResidentBytes({ maxBytes: 5000, rss: () => 0 });
     const history = new CachedHistory('ses_1', resident);
     const load = loader([message('a')]);
-    await history.recent(50, load);
+    await history.recent(50, anyChars, load);
     history.append([message('z'.repeat(3000))]);
     assert.equal(resident.bytes, 0);
-    await history.recent(50, load);
+    await history.recent(50, anyChars, load);
     assert.equal(load.calls, 2, 'read again from the store, which has every message');
   });
 
   test('forgotten with its actor, it frees its bytes', async () => {
-    const resident = new ResidentBytes(1_000_000);
+    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 });
     const history = new CachedHistory('ses_1', resident);
-    await history.recent(50, loader([message('one')]));
+    await history.recent(50, anyChars, loader([message('one')]));
     assert.ok(resident.bytes > 0);
     history.forget();
     assert.equal(resident.bytes, 0);

@@ -76,7 +76,7 @@ export function commitSession(f: SessionFixture): void {
       assert.equal(session?.created_at, record.created_at);
     });
 
-    it('recentMessages returns the last messages, oldest first', async () => {
+    it('recentMessages returns the last messages, oldest first, back as far as their characters allow', async () => {
       const tenantId = await tenant();
       const { record, fence } = await createSession(tenantId);
       const turn = newId('turn');
@@ -96,10 +96,24 @@ export function commitSession(f: SessionFixture): void {
       }
       const texts = (list: MessageRecord[]) =>
         list.map((m) => (m.content[0]?.type === 'text' ? m.content[0].text : m.content[0]?.file_id));
-      assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 2)), ['four', 'five']);
-      assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 4)), ['two', 'three', 'four', 'five']);
-      assert.deepEqual(await ctx.store.recentMessages(record.id, 10), stored(record.id, at, messages));
-      assert.deepEqual(await ctx.store.recentMessages(newId('ses'), 10), []);
+      const any = Number.MAX_SAFE_INTEGER;
+      assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 2, any)), ['four', 'five']);
+      assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 4, any)), [
+        'two',
+        'three',
+        'four',
+        'five',
+      ]);
+      assert.deepEqual(await ctx.store.recentMessages(record.id, 10, any), stored(record.id, at, messages));
+      assert.deepEqual(await ctx.store.recentMessages(newId('ses'), 10, any), []);
+      // Content is counted as stored: [{"type":"text","text":"four"}] is 31 characters, "five" as many.
+      assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 10, 62)), ['four', 'five']);
+      assert.deepEqual(texts(await ctx.store.recentMessages(record.id, 10, 61)), ['five']);
+      assert.deepEqual(
+        texts(await ctx.store.recentMessages(record.id, 10, 1)),
+        ['five'],
+        'the newest always',
+      );
     });
 
     it('listMessages pages oldest first with next_offset until no message follows', async () => {
