@@ -24,6 +24,7 @@ import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
 import { clientErrorHandler, newRequestId } from './http/client-errors.ts';
+import { ConnectionDrain } from './http/connection-drain.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -242,12 +243,19 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await coordinator.start();
     host.start();
   });
+  // Nothing a client leaves open holds the stop up: from the drain on, answers ask clients to close their
+  // connections, and once the listener is closed each connection goes as soon as its answers are done.
+  // Answers in progress get the time of a running turn, as the host gives its turns (10 s).
+  const connections = new ConnectionDrain(app.server, { graceMs: 10_000, flushMs: 1_000 });
   // A graceful stop hands every shard over while this process still forwards requests to the new owners,
   // and keeps listening until balancers polling /readyz have stopped sending here: a connection the
   // listener accepted but had not read yet when it closes is reset, and a client cannot tell whether it
   // may retry.
   app.addHook('preClose', async () => {
+    connections.drain();
     await Promise.all([coordinator.drain(), config.redisUrl ? sleep(config.drainDelayMs) : null]);
+    // Fastify closes the listener when this hook returns; the connections follow by themselves.
+    void connections.close();
   });
   app.addHook('onClose', async () => {
     await host.close();
