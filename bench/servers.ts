@@ -70,6 +70,8 @@ export interface ParleyOptions {
   apiKey?: string;
   /** Cluster mode (DESIGN.md §10): Redis for the leases; the process announces its own URL to its peers. */
   cluster?: { redisUrl: string; tokenSecret: string };
+  /** More of the child's environment (limits, timeouts), applied last. */
+  env?: Record<string, string>;
 }
 
 const CATALOGUE = JSON.stringify({
@@ -111,6 +113,7 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
     // W5 tells which process served a request by its x-parley-node header.
     env.PARLEY_NODE_HEADER = 'true';
   }
+  Object.assign(env, options.env);
   const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
   const child = spawnNode(
     [...(options.gcOnSignal ? gcArgs : []), ...(options.nodeArgs ?? [])],
