@@ -10,7 +10,7 @@ import type { Redis } from 'ioredis';
 import { createActorMetrics } from './actors/actor-metrics.ts';
 import { createOperationRunner } from './actors/operations.ts';
 import { ResidentBytes } from './actors/resident-bytes.ts';
-import { SessionHost } from './actors/session-host.ts';
+import { SessionHost, TURN_GRACE_MS } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
 import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
 import { FileCache } from './agents/file-cache.ts';
@@ -245,20 +245,25 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   // Nothing a client leaves open holds the stop up: from the drain on, answers ask clients to close their
   // connections, and once the listener is closed each connection goes as soon as its answers are done.
-  // Answers in progress get the time of a running turn, as the host gives its turns (10 s).
-  const connections = new ConnectionDrain(app.server, { graceMs: 10_000, flushMs: 1_000 });
+  // Running turns, and the answers that wait on them, share one grace from the start of the stop.
+  const connections = new ConnectionDrain(app.server, { flushMs: 1_000 });
+  let stopDeadline = Number.POSITIVE_INFINITY;
   // A graceful stop hands every shard over while this process still forwards requests to the new owners,
   // and keeps listening until balancers polling /readyz have stopped sending here: a connection the
   // listener accepted but had not read yet when it closes is reset, and a client cannot tell whether it
   // may retry.
   app.addHook('preClose', async () => {
+    stopDeadline = Date.now() + TURN_GRACE_MS;
     connections.drain();
-    await Promise.all([coordinator.drain(), config.redisUrl ? sleep(config.drainDelayMs) : null]);
-    // Fastify closes the listener when this hook returns; the connections follow by themselves.
-    void connections.close();
+    try {
+      await Promise.all([coordinator.drain(), config.redisUrl ? sleep(config.drainDelayMs) : null]);
+    } finally {
+      // Fastify closes the listener when this hook returns; the connections follow by themselves.
+      void connections.close(stopDeadline);
+    }
   });
   app.addHook('onClose', async () => {
-    await host.close();
+    await host.close(Math.max(0, stopDeadline - Date.now()));
     await coordinator.stop();
     redis?.disconnect();
     for (const provider of providers.values()) await provider.close?.();

@@ -4,53 +4,71 @@
 import type { MessageRecord } from '../store/store.ts';
 import type { ResidentBytes } from './resident-bytes.ts';
 
+interface Kept {
+  message: MessageRecord;
+  /** Its content's characters as stored (JSON), which is how the store cuts a history. */
+  chars: number;
+  bytes: number;
+}
+
+/** Tells apart the holdings of one session's successive actors: an old one's late load must not pass as the new one's. */
+let instances = 0;
+
 export class CachedHistory {
   readonly #key: string;
   readonly #resident: ResidentBytes;
   /** Oldest first; null while nothing is kept. */
-  #messages: MessageRecord[] | null = null;
+  #kept: Kept[] | null = null;
   #bytes = 0;
+  /** The actor has left memory: whatever arrives later is not kept. */
+  #forgotten = false;
 
   constructor(sessionId: string, resident: ResidentBytes) {
-    this.#key = `history ${sessionId}`;
+    this.#key = `history ${sessionId} ${++instances}`;
     this.#resident = resident;
   }
 
   /**
    * The last `limit` messages back while their content adds up to at most `maxChars` characters (the newest
-   * always): those kept, or those `load` reads, then kept while the bound allows.
+   * always), as the store reads them: those kept, or those `load` reads, then kept while the bound allows.
    */
   async recent(
     limit: number,
     maxChars: number,
     load: () => Promise<MessageRecord[]>,
   ): Promise<MessageRecord[]> {
-    const kept = this.#messages;
-    if (!kept) {
+    if (!this.#kept) {
       const messages = await load();
-      this.#messages = messages;
-      this.#bytes = messages.reduce((n, m) => n + messageBytes(m), 0);
+      if (this.#forgotten) return messages;
+      this.#kept = messages.map(keep);
+      this.#bytes = this.#kept.reduce((n, k) => n + k.bytes, 0);
       this.#hold();
       return messages;
     }
+    const kept = this.#kept;
     this.#resident.touch(this.#key);
     const cut = Math.max(kept.length - limit, firstWithin(kept, maxChars));
-    if (cut === 0) return kept;
-    for (const message of kept.splice(0, cut)) this.#bytes -= messageBytes(message);
-    this.#hold();
-    return kept;
+    if (cut > 0) {
+      for (const k of kept.splice(0, cut)) this.#bytes -= k.bytes;
+      this.#hold();
+    }
+    return kept.map((k) => k.message);
   }
 
   /** Follows a commit: `messages` were stored after those kept. */
   append(messages: readonly MessageRecord[]): void {
-    if (!this.#messages || messages.length === 0) return;
-    this.#messages.push(...messages);
-    for (const message of messages) this.#bytes += messageBytes(message);
+    if (!this.#kept || messages.length === 0) return;
+    for (const message of messages) {
+      const k = keep(message);
+      this.#kept.push(k);
+      this.#bytes += k.bytes;
+    }
     this.#hold();
   }
 
   /** Keeps nothing any more (the actor leaves memory). */
   forget(): void {
+    this.#forgotten = true;
     this.#clear();
     this.#resident.forget(this.#key);
   }
@@ -60,9 +78,13 @@ export class CachedHistory {
   }
 
   #clear(): void {
-    this.#messages = null;
+    this.#kept = null;
     this.#bytes = 0;
   }
+}
+
+function keep(message: MessageRecord): Kept {
+  return { message, chars: JSON.stringify(message.content).length, bytes: messageBytes(message) };
 }
 
 /**
@@ -76,16 +98,12 @@ export function messageBytes(message: MessageRecord): number {
   return bytes;
 }
 
-/**
- * The index of the oldest message from which on the content adds up to at most `maxChars`, the newest always
- * counted in. Characters as the store counts them (content as JSON), closely estimated without writing it.
- */
-function firstWithin(messages: readonly MessageRecord[], maxChars: number): number {
+/** The index of the oldest message from which on the content adds up to at most `maxChars`, the newest always in. */
+function firstWithin(kept: readonly Kept[], maxChars: number): number {
   let chars = 0;
-  for (let i = messages.length - 1; i >= 0; i--) {
-    const message = messages[i] as MessageRecord;
-    for (const block of message.content) chars += block.type === 'text' ? 25 + block.text.length : 56;
-    if (chars > maxChars && i < messages.length - 1) return i + 1;
+  for (let i = kept.length - 1; i >= 0; i--) {
+    chars += (kept[i] as Kept).chars;
+    if (chars > maxChars && i < kept.length - 1) return i + 1;
   }
   return 0;
 }

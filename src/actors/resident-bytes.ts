@@ -32,6 +32,8 @@ export class ResidentBytes {
   /** The room allowed now: maxBytes, less what the rest of the process has taken beyond its share. */
   #limit: number;
   #checkedAt = Number.NEGATIVE_INFINITY;
+  /** The last reading, so that an excess is given back once, not again at every check while it lasts. */
+  #lastRss = 0;
   readonly #rss: () => number;
   readonly #now: () => number;
   readonly #onChange: (bytes: number, limit: number) => void;
@@ -60,8 +62,9 @@ export class ResidentBytes {
    * the room allowed: the owner keeps nothing then.
    */
   hold(key: string, bytes: number, release: () => void): boolean {
-    this.#remove(key);
+    // Before the key's old holding goes: an excess is given back from all that is held, this one included.
     this.#adjust();
+    this.#remove(key);
     const held = bytes <= this.#limit;
     if (held) {
       this.#held.set(key, { bytes, release });
@@ -86,18 +89,23 @@ export class ResidentBytes {
   }
 
   /**
-   * At most once a CHECK_EVERY_MS: over its aim, the process gives the excess back from the holdings; under
-   * it, they may grow by half the free room, up to maxBytes (half, since freed memory shows late).
+   * At most once a CHECK_EVERY_MS: over its aim, the process gives back from the holdings what it grew beyond
+   * the aim since the last reading (an excess that lasts was given back already; freed memory shows late, if
+   * ever); under it, the holdings may grow by half the free room, up to maxBytes.
    */
   #adjust(): void {
     const now = this.#now();
     if (now - this.#checkedAt < CHECK_EVERY_MS) return;
     this.#checkedAt = now;
-    const free = this.maxBytes * AIM - this.#rss();
-    this.#limit =
-      free < 0
-        ? Math.max(0, Math.min(this.#limit, this.#bytes) + free)
-        : Math.min(this.maxBytes, this.#limit + free / 2);
+    const aim = this.maxBytes * AIM;
+    const rss = this.#rss();
+    const grown = rss - Math.max(aim, this.#lastRss);
+    this.#lastRss = rss;
+    if (rss > aim) {
+      if (grown > 0) this.#limit = Math.max(0, Math.min(this.#limit, this.#bytes) - grown);
+    } else {
+      this.#limit = Math.min(this.maxBytes, this.#limit + (aim - rss) / 2);
+    }
   }
 
   #shrinkTo(limit: number): void {

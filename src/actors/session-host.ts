@@ -50,6 +50,9 @@ export const statusError = (status: SessionStatus, sessionId: string) =>
 
 const shuttingDown = () => serviceUnavailable('The service is shutting down.');
 
+/** How long running turns may still take when their shards are handed over or the process stops. */
+export const TURN_GRACE_MS = 10_000;
+
 export class SessionHost implements ShardHandler {
   readonly #o: SessionHostOptions;
   readonly #residents: ResidentActors;
@@ -85,7 +88,7 @@ export class SessionHost implements ShardHandler {
    * Stops sweeping, refuses waiting operations, lets running ones finish for up to `graceMs`, then aborts
    * them and drops every actor.
    */
-  async close(graceMs = 10_000): Promise<void> {
+  async close(graceMs = TURN_GRACE_MS): Promise<void> {
     this.#sweeper.stop();
     // Waiting operations are refused from now on; running ones may finish within the grace time.
     this.#closing = true;
@@ -157,7 +160,7 @@ export class SessionHost implements ShardHandler {
    * Hands shards over: their running and queued operations finish (for up to `graceMs`; the coordinator
    * already refuses new ones), then their actors are dropped.
    */
-  async release(shards: readonly number[], graceMs = 10_000): Promise<void> {
+  async release(shards: readonly number[], graceMs = TURN_GRACE_MS): Promise<void> {
     const set = new Set(shards);
     const deadline = Date.now() + graceMs;
     const busy = () => this.#residents.inShards(set).some((entry) => !this.#residents.isIdle(entry));

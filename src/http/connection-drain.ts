@@ -6,9 +6,7 @@ import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface ConnectionDrainOptions {
-  /** How long answers in progress may still take once the listener is closed (running turns, streams). */
-  graceMs: number;
-  /** Then how long their last bytes may take to reach a slow reader before its connection is cut. */
+  /** Once answers are done or out of time, how long their last bytes may take to reach a slow reader. */
   flushMs: number;
 }
 
@@ -51,13 +49,13 @@ export class ConnectionDrain {
 
   /**
    * Once the listener has closed: closes every connection without an answer in progress (idle, never used,
-   * or still sending its request's headers), and each other one as soon as its answers are done; after
-   * `graceMs`, or once no answer is being produced any more, allows `flushMs` for the last bytes, then
-   * cuts whatever is still open. Resolves once every connection is closed or cut.
+   * or still sending its request's headers), and each other one as soon as its answers are done; at
+   * `deadline` (epoch ms), or once no answer is being produced any more, allows `flushMs` for the last
+   * bytes, then cuts whatever is still open. Resolves once every connection is closed or cut.
    */
-  close(): Promise<void> {
+  close(deadline: number): Promise<void> {
     this.drain();
-    this.#closed ??= this.#close();
+    this.#closed ??= this.#close(deadline);
     return this.#closed;
   }
 
@@ -68,17 +66,16 @@ export class ConnectionDrain {
     answers.add(response);
     response.once('close', () => {
       answers.delete(response);
-      if (this.#closing && answers.size === 0) request.socket.destroySoon();
+      if (this.#closing && answers.size === 0) end(request.socket);
     });
   }
 
-  async #close(): Promise<void> {
+  async #close(deadline: number): Promise<void> {
     // Fastify closes the listener right after the preClose hooks that call this: start from there.
     while (this.#server.listening) await sleep(1);
     this.#closing = true;
-    for (const [socket, answers] of this.#connections) if (answers.size === 0) socket.destroySoon();
-    const graceOver = Date.now() + this.#o.graceMs;
-    while (this.#connections.size > 0 && Date.now() < graceOver && this.#producing()) await sleep(POLL_MS);
+    for (const [socket, answers] of this.#connections) if (answers.size === 0) end(socket);
+    while (this.#connections.size > 0 && Date.now() < deadline && this.#producing()) await sleep(POLL_MS);
     const flushed = Date.now() + this.#o.flushMs;
     while (this.#connections.size > 0 && Date.now() < flushed) await sleep(POLL_MS);
     for (const socket of this.#connections.keys()) socket.destroy();
@@ -98,4 +95,14 @@ export class ConnectionDrain {
     }
     return false;
   }
+}
+
+/**
+ * Ends a connection with no answer in progress. It reads nothing more, so a request arriving meanwhile is never
+ * acted on unanswered; what it still has to write is flushed first.
+ */
+function end(socket: Socket): void {
+  socket.pause();
+  if (socket.writableLength === 0) socket.destroy();
+  else socket.destroySoon();
 }

@@ -248,7 +248,8 @@ export function upsertFeedback(
 
 /**
  * The last `limit` messages of a session, oldest first, back only while their content adds up to at most
- * `maxChars` characters, the newest always included: a long history is cut before it is read, not after.
+ * `maxChars` characters, the newest always included: a long history is cut in the database, so what reaches
+ * the process is bounded (the database still reads the candidate rows).
  */
 export function recentMessages(d: Dialect, sessionId: string, limit: number, maxChars: number): Statement {
   const p = d.placeholder;

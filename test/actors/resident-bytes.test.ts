@@ -99,6 +99,29 @@ describe('resident bytes', () => {
     assert.equal(resident.bytes, 0);
   });
 
+  test('a holding that grows while the process is over its aim gives back only the excess', () => {
+    let rss = 0;
+    let now = 0;
+    const released: string[] = [];
+    const resident = new ResidentBytes({ maxBytes: 1000, rss: () => rss, now: () => now });
+    const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
+    hold('k', 400);
+    hold('o', 400);
+    rss = 1100;
+    now += 1000;
+    assert.ok(hold('k', 410), 'a commit grows a history');
+    assert.equal(resident.limit, 600);
+    assert.deepEqual(released, ['o']);
+    assert.equal(resident.bytes, 410);
+    now += 1000;
+    hold('k', 420);
+    assert.equal(resident.limit, 600, 'an excess that lasts is not given back twice');
+    rss = 1150;
+    now += 1000;
+    hold('k', 420);
+    assert.equal(resident.limit, 370, 'growth beyond the last reading is');
+  });
+
   test('forgetting a key frees its bytes without calling its release', () => {
     const resident = new ResidentBytes({ maxBytes: 100, rss: () => 0 });
     resident.hold('a', 50, () => assert.fail('released'));
@@ -156,9 +179,33 @@ describe('a cached history', () => {
     await history.recent(50, anyChars, load);
     history.append([message('c'.repeat(100))]);
     const text = (m: MessageRecord) => (m.content[0]?.type === 'text' ? m.content[0].text[0] : '');
-    assert.deepEqual((await history.recent(50, 250, load)).map(text), ['b', 'c']);
+    // [{"type":"text","text":"…"}] around 100 characters: 127 each, as the store counts them.
+    assert.deepEqual((await history.recent(50, 254, load)).map(text), ['b', 'c']);
+    assert.deepEqual((await history.recent(50, 253, load)).map(text), ['c']);
     assert.deepEqual((await history.recent(50, 10, load)).map(text), ['c']);
     assert.equal(load.calls, 1);
+  });
+
+  test('counts characters as the store does, escapes included', async () => {
+    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 }));
+    const quoted = message('"\n'.repeat(10));
+    assert.equal(JSON.stringify(quoted.content).length, 67, 'twenty characters, each escaped');
+    await history.recent(50, anyChars, loader([quoted, message('x'.repeat(40))]));
+    assert.equal((await history.recent(50, 67 + 67, loader([]))).length, 2);
+    assert.equal((await history.recent(50, 67 + 66, loader([]))).length, 1);
+  });
+
+  test('a history read while its actor left memory is not kept', async () => {
+    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 });
+    const history = new CachedHistory('ses_1', resident);
+    let answer: (messages: MessageRecord[]) => void = () => {};
+    const reading = history.recent(50, anyChars, () => new Promise((resolve) => (answer = resolve)));
+    history.forget();
+    answer([message('late')]);
+    assert.equal((await reading).length, 1, 'the turn still gets its history');
+    assert.equal(resident.bytes, 0);
+    history.append([message('after')]);
+    assert.equal(resident.bytes, 0);
   });
 
   test('a history larger than the bound is answered but not kept, and leaves the rest in place', async () => {

@@ -1,4 +1,4 @@
-// Raw HTTP/1.1 clients for the shutdown tests: a socket that writes exactly what the test says, keeps what
+// Raw HTTP/1.1 clients for the slow-client and shutdown tests: a socket that writes exactly what the test says, keeps what
 // it receives and tells when the server lets go of it, so that each client leaves its connection in the
 // state the test means (idle, never used, a stream no longer read).
 import { connect, type Socket } from 'node:net';
@@ -8,8 +8,8 @@ export interface Wire {
   received(): string;
   /** Settles when the connection has closed; a paused socket must be resumed to see the server's end. */
   closed: Promise<void>;
-  /** Resolves once what has arrived contains `text`; rejects if the connection closes first. */
-  until(text: string): Promise<void>;
+  /** Resolves once what has arrived contains `text` (or satisfies it); rejects if the connection closes first. */
+  until(text: string | ((received: string) => boolean)): Promise<void>;
 }
 
 /** A connection to 127.0.0.1:`port`, resolved once the kernel has established it. */
@@ -32,14 +32,15 @@ export async function openWire(port: number): Promise<Wire> {
     closed,
     until: (text) =>
       new Promise<void>((resolve, reject) => {
+        const done = typeof text === 'string' ? (r: string) => r.includes(text) : text;
         const check = () => {
-          if (!received.includes(text)) return;
+          if (!done(received)) return;
           waiting.delete(check);
           resolve();
         };
         waiting.add(check);
         check();
-        closed.then(() => reject(new Error(`closed before ${JSON.stringify(text)}: ${received}`)));
+        closed.then(() => !done(received) && reject(new Error(`closed before ${String(text)}: ${received}`)));
       }),
   };
 }

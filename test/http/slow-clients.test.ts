@@ -2,52 +2,11 @@
 // receiving a request is bounded (headers, then the whole request), idle keep-alive sockets close, and
 // connections beyond the cap are closed as they arrive; a streamed reply is not bounded by any of it.
 import assert from 'node:assert/strict';
-import { connect, type Socket } from 'node:net';
 import { describe, test } from 'node:test';
 import { request } from 'undici';
 import { createSession, testAgents, useSessionApp } from '../helpers/sessions.ts';
 import { type SseEvent, StreamReader } from '../helpers/sse.ts';
-
-/** A raw connection that records what it receives; `closed` settles when the server lets go of it. */
-interface Wire {
-  socket: Socket;
-  received(): string;
-  closed: Promise<void>;
-  /** Resolves once what has arrived satisfies `done`; rejects if the connection closes first. */
-  until(done: (received: string) => boolean): Promise<void>;
-}
-
-function openWire(base: string): Wire {
-  const { port } = new URL(base);
-  const socket = connect(Number(port), '127.0.0.1');
-  let received = '';
-  const waiting = new Set<() => void>();
-  socket.setEncoding('utf8');
-  socket.on('data', (piece: string) => {
-    received += piece;
-    for (const check of waiting) check();
-  });
-  // A refused connection may be reset rather than closed; either way it is gone.
-  socket.on('error', () => {});
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  return {
-    socket,
-    received: () => received,
-    closed,
-    until: (done) =>
-      new Promise<void>((resolve, reject) => {
-        const check = () => {
-          if (done(received)) {
-            waiting.delete(check);
-            resolve();
-          }
-        };
-        waiting.add(check);
-        check();
-        closed.then(() => !done(received) && reject(new Error(`closed after: ${received}`)));
-      }),
-  };
-}
+import { openWire, type Wire } from '../helpers/wire.ts';
 
 /** Writes `piece` every 50 ms for as long as the socket is open: a client that never finishes. */
 function drip(wire: Wire, piece: string): void {
@@ -75,7 +34,10 @@ function assertCutOff(wire: Wire) {
 // Generous for the few hundred milliseconds the short timeouts take; without them a test would hang.
 const bounded = { timeout: 20_000 };
 
-/** useSessionApp, listening on a loopback port; `base()` is its URL once the suite's set-up has run. */
+/**
+ * useSessionApp, listening on a loopback port; `base()` is its URL and `port()` its port once the suite's
+ * set-up has run.
+ */
 function useListeningApp(options: Parameters<typeof useSessionApp>[0] = {}) {
   let base = '';
   const t = useSessionApp({
@@ -84,11 +46,11 @@ function useListeningApp(options: Parameters<typeof useSessionApp>[0] = {}) {
       base = await app.app.listen({ port: 0, host: '127.0.0.1' });
     },
   });
-  return { t, base: () => base };
+  return { t, base: () => base, port: () => Number(new URL(base).port) };
 }
 
 describe('a server with short request timeouts', () => {
-  const { t, base } = useListeningApp({
+  const { t, base, port } = useListeningApp({
     env: {
       PARLEY_HEADERS_TIMEOUT_MS: '300',
       PARLEY_REQUEST_TIMEOUT_MS: '600',
@@ -99,7 +61,7 @@ describe('a server with short request timeouts', () => {
 
   /** Sends `head`, then `piece` every 50 ms for as long as the server keeps the connection open. */
   async function sendSlowly(head: string, piece: string): Promise<Wire> {
-    const wire = openWire(base());
+    const wire = await openWire(port());
     wire.socket.write(head);
     drip(wire, piece);
     await wire.closed;
@@ -149,7 +111,7 @@ describe('a server with short request timeouts', () => {
     'a connection that sends nothing is answered 408 request_timeout and disconnected',
     bounded,
     async () => {
-      const wire = openWire(base());
+      const wire = await openWire(port());
       await wire.closed;
       assertCutOff(wire);
     },
@@ -159,7 +121,7 @@ describe('a server with short request timeouts', () => {
     'bytes that are not HTTP are answered 400 bad_request in the envelope and disconnected',
     bounded,
     async () => {
-      const wire = openWire(base());
+      const wire = await openWire(port());
       wire.socket.write('HELLO THERE\r\n\r\n');
       await wire.closed;
       const [answer] = responses(wire.received());
@@ -172,7 +134,7 @@ describe('a server with short request timeouts', () => {
     "headers over Node's limit are answered 431 headers_too_large in the envelope and disconnected",
     bounded,
     async () => {
-      const wire = openWire(base());
+      const wire = await openWire(port());
       wire.socket.write(`GET /healthz HTTP/1.1\r\nHost: parley\r\nX-Big: ${'x'.repeat(20 * 1024)}\r\n\r\n`);
       await wire.closed;
       const [answer] = responses(wire.received());
@@ -182,7 +144,7 @@ describe('a server with short request timeouts', () => {
   );
 
   test('an idle keep-alive connection is closed by the server after its answer', bounded, async () => {
-    const wire = openWire(base());
+    const wire = await openWire(port());
     wire.socket.write('GET /healthz HTTP/1.1\r\nHost: parley\r\n\r\n');
     await wire.closed;
     assert.deepEqual(
@@ -208,17 +170,17 @@ describe('a server with short request timeouts', () => {
 });
 
 describe('a server with a cap of two connections', () => {
-  const { base } = useListeningApp({ env: { PARLEY_MAX_CONNECTIONS: '2' } });
+  const { port } = useListeningApp({ env: { PARLEY_MAX_CONNECTIONS: '2' } });
 
   test('a third connection is closed unanswered while the first two keep working', bounded, async () => {
     const health = 'GET /healthz HTTP/1.1\r\nHost: parley\r\n\r\n';
-    const held = [openWire(base()), openWire(base())];
+    const held = await Promise.all([openWire(port()), openWire(port())]);
     for (const wire of held) wire.socket.write(health);
     const answered = (count: number) => (raw: string) =>
       responses(raw).filter(([status]) => status === 200).length === count;
     await Promise.all(held.map((wire) => wire.until(answered(1))));
 
-    const extra = openWire(base());
+    const extra = await openWire(port());
     extra.socket.write(health);
     await extra.closed;
     assert.equal(extra.received(), '');
