@@ -22,7 +22,7 @@ import { stopChild } from '../support/processes.ts';
 const usage = `usage: npm run soak -- [--minutes=N] [--resident-mib=M] [--workers=W] [--slow=S]
                        [--request-timeout-ms=T]
   --minutes N             how long the traffic runs; fractions allowed (default 10)
-  --resident-mib M        PARLEY_MAX_RESIDENT_BYTES of the child, in MiB (default 256)
+  --resident-mib M        PARLEY_MAX_RESIDENT_BYTES of the child, in MiB (default 768: what this traffic needs)
   --workers W             concurrent HTTP workers (default 12)
   --slow S                concurrent slow-body sockets, besides the workers (default 2)
   --request-timeout-ms T  PARLEY_REQUEST_TIMEOUT_MS of the child, which cuts the slow bodies (default 5000)
@@ -62,7 +62,7 @@ if (args.help) {
   process.exit(0);
 }
 const minutes = numberArg(args.minutes, 10, '--minutes', 0.05, 24 * 60);
-const residentMib = Math.round(numberArg(args['resident-mib'], 256, '--resident-mib', 0, 1024 * 1024));
+const residentMib = Math.round(numberArg(args['resident-mib'], 768, '--resident-mib', 0, 1024 * 1024));
 const workerCount = Math.round(numberArg(args.workers, 12, '--workers', 1, 256));
 const slowCount = Math.round(numberArg(args.slow, 2, '--slow', 0, 256));
 const requestTimeoutMs = Math.round(
