@@ -1,7 +1,7 @@
 // The bytes a process keeps for its sessions between requests, cached histories and file contents alike,
 // under one bound (PARLEY_MAX_RESIDENT_BYTES, DESIGN §16): whatever takes room pushes out the least recently
 // used holdings of either kind. An owner holds bytes under a key and is told, through `release`, when they go.
-// The bound is the process's: when its resident set grows past nine tenths of it (requests in flight, the
+// The bound is the process's: when its resident set grows past 85% of it (requests in flight, the
 // runtime, garbage not yet collected), the holdings make room for the rest, and take it back as it is freed.
 
 interface Holding {
@@ -11,8 +11,11 @@ interface Holding {
 
 export interface ResidentBytesOptions {
   maxBytes: number;
-  /** The process's resident set size now; process.memoryUsage.rss by default. */
-  rss?: () => number;
+  /**
+   * The process's resident set size now; process.memoryUsage.rss by default. Null: no reading, the room is
+   * maxBytes (a process that leaves its memory to others, and tests of the holdings alone).
+   */
+  rss?: (() => number) | null;
   /** Milliseconds now, for how often the resident set is read; Date.now by default. */
   now?: () => number;
   /** Told the bytes held and the room allowed now after every change. */
@@ -22,26 +25,29 @@ export interface ResidentBytesOptions {
 /** How often the resident set is read: it moves with garbage collection, not with each holding. */
 const CHECK_EVERY_MS = 1000;
 /** The share of the bound the resident set aims under: room for what a burst of requests allocates. */
-const AIM = 0.9;
+const AIM = 0.85;
 
 export class ResidentBytes {
   readonly maxBytes: number;
   /** In use order: the least recently used first. */
   readonly #held = new Map<string, Holding>();
   #bytes = 0;
-  /** The room allowed now: maxBytes, less what the rest of the process has taken beyond its share. */
-  #limit: number;
+  /**
+   * The room allowed now: from nothing, it grows by half the free room at each reading, up to maxBytes, and
+   * gives back what the process grows beyond its aim; so a burst at start-up cannot fill it before a reading.
+   */
+  #limit = 0;
   #checkedAt = Number.NEGATIVE_INFINITY;
   /** The last reading, so that an excess is given back once, not again at every check while it lasts. */
   #lastRss = 0;
-  readonly #rss: () => number;
+  readonly #rss: (() => number) | null;
   readonly #now: () => number;
   readonly #onChange: (bytes: number, limit: number) => void;
 
   constructor(options: ResidentBytesOptions) {
     this.maxBytes = options.maxBytes;
-    this.#limit = options.maxBytes;
-    this.#rss = options.rss ?? process.memoryUsage.rss;
+    this.#rss = options.rss === undefined ? process.memoryUsage.rss : options.rss;
+    if (!this.#rss) this.#limit = options.maxBytes;
     this.#now = options.now ?? Date.now;
     this.#onChange = options.onChange ?? (() => {});
   }
@@ -94,6 +100,7 @@ export class ResidentBytes {
    * ever); under it, the holdings may grow by half the free room, up to maxBytes.
    */
   #adjust(): void {
+    if (!this.#rss) return;
     const now = this.#now();
     if (now - this.#checkedAt < CHECK_EVERY_MS) return;
     this.#checkedAt = now;

@@ -38,7 +38,7 @@ describe('resident bytes', () => {
     const seen: number[] = [];
     const resident = new ResidentBytes({
       maxBytes: 100,
-      rss: () => 0,
+      rss: null,
       onChange: (bytes) => seen.push(bytes),
     });
     const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
@@ -56,7 +56,7 @@ describe('resident bytes', () => {
 
   test('a holding larger than the bound is refused and keeps nothing, without pushing anything out', () => {
     const released: string[] = [];
-    const resident = new ResidentBytes({ maxBytes: 100, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 100, rss: null });
     resident.hold('a', 50, () => released.push('a'));
     resident.hold('big', 30, () => released.push('big'));
     assert.equal(
@@ -67,18 +67,35 @@ describe('resident bytes', () => {
     assert.equal(resident.bytes, 50);
   });
 
-  test('when the process grows past nine tenths of the bound the holdings give way, and take the room back as it frees', () => {
+  test('with the process under 85% of the bound the room grows by half the free room a second, from nothing', () => {
+    let now = 0;
+    const resident = new ResidentBytes({ maxBytes: 1000, rss: () => 0, now: () => now });
+    const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => {});
+    assert.equal(hold('a', 400), true);
+    assert.equal(resident.limit, 425, 'half of the 850 free below the aim');
+    assert.equal(hold('b', 500), false, 'no more room before the next reading');
+    now += 1000;
+    assert.equal(hold('b', 400), true);
+    assert.equal(resident.limit, 850);
+    assert.equal(resident.bytes, 800);
+    now += 1000;
+    hold('b', 400);
+    assert.equal(resident.limit, 1000, 'never more than the bound');
+  });
+
+  test('when the process grows past 85% of the bound the holdings give that growth back, and take room again as it frees', () => {
     let rss = 0;
     let now = 0;
     const released: string[] = [];
     const resident = new ResidentBytes({ maxBytes: 1000, rss: () => rss, now: () => now });
     const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
     hold('a', 400);
+    now += 1000;
     hold('b', 400);
-    rss = 1100;
+    rss = 1050;
     now += 1000;
     hold('c', 100);
-    assert.equal(resident.limit, 600, 'the 200 bytes over the aim of 900 are given back from the 800 held');
+    assert.equal(resident.limit, 600, 'the 200 bytes over the aim of 850 are given back from the 800 held');
     assert.deepEqual(released, ['a']);
     assert.equal(resident.bytes, 500);
     rss = 0;
@@ -88,26 +105,23 @@ describe('resident bytes', () => {
     rss = 500;
     now += 1000;
     hold('c', 100);
-    assert.equal(resident.limit, 800, 'half the free room comes back');
-    rss = 0;
-    now += 1000;
-    hold('c', 100);
-    assert.equal(resident.limit, 1000, 'never more than the bound');
+    assert.equal(resident.limit, 775, 'half the free room comes back');
     rss = 5000;
     now += 1000;
-    assert.equal(hold('d', 1), false, 'a process over its bound keeps nothing');
+    assert.equal(hold('d', 1), false, 'a process far over its bound keeps nothing');
     assert.equal(resident.bytes, 0);
   });
 
-  test('a holding that grows while the process is over its aim gives back only the excess', () => {
+  test('a holding that grows while the process is over its aim gives back only the growth', () => {
     let rss = 0;
     let now = 0;
     const released: string[] = [];
     const resident = new ResidentBytes({ maxBytes: 1000, rss: () => rss, now: () => now });
     const hold = (key: string, bytes: number) => resident.hold(key, bytes, () => released.push(key));
     hold('k', 400);
+    now += 1000;
     hold('o', 400);
-    rss = 1100;
+    rss = 1050;
     now += 1000;
     assert.ok(hold('k', 410), 'a commit grows a history');
     assert.equal(resident.limit, 600);
@@ -116,14 +130,14 @@ describe('resident bytes', () => {
     now += 1000;
     hold('k', 420);
     assert.equal(resident.limit, 600, 'an excess that lasts is not given back twice');
-    rss = 1150;
+    rss = 1100;
     now += 1000;
     hold('k', 420);
     assert.equal(resident.limit, 370, 'growth beyond the last reading is');
   });
 
   test('forgetting a key frees its bytes without calling its release', () => {
-    const resident = new ResidentBytes({ maxBytes: 100, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 100, rss: null });
     resident.hold('a', 50, () => assert.fail('released'));
     resident.forget('a');
     resident.forget('unknown');
@@ -131,7 +145,7 @@ describe('resident bytes', () => {
   });
 
   test('a history used more recently takes the place of cached files, and files take the place of a history', async () => {
-    const resident = new ResidentBytes({ maxBytes: 10_000, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 10_000, rss: null });
     const files = new FileCache(10_000, resident);
     files.set('t1', 'a', Buffer.alloc(4000));
     files.set('t1', 'b', Buffer.alloc(4000));
@@ -155,7 +169,7 @@ describe('resident bytes', () => {
 
 describe('a cached history', () => {
   test('is read once, follows appended messages and keeps the last `limit`', async () => {
-    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: null });
     const history = new CachedHistory('ses_1', resident);
     const load = loader([message('one'), message('two')]);
     assert.equal((await history.recent(50, anyChars, load)).length, 2);
@@ -174,7 +188,7 @@ describe('a cached history', () => {
   });
 
   test('keeps the newest messages within a number of characters, as the store reads them, the newest always', async () => {
-    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 }));
+    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: null }));
     const load = loader([message('a'.repeat(100)), message('b'.repeat(100))]);
     await history.recent(50, anyChars, load);
     history.append([message('c'.repeat(100))]);
@@ -187,7 +201,7 @@ describe('a cached history', () => {
   });
 
   test('counts characters as the store does, escapes included', async () => {
-    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 }));
+    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: null }));
     const quoted = message('"\n'.repeat(10));
     assert.equal(JSON.stringify(quoted.content).length, 67, 'twenty characters, each escaped');
     await history.recent(50, anyChars, loader([quoted, message('x'.repeat(40))]));
@@ -196,7 +210,7 @@ describe('a cached history', () => {
   });
 
   test('a history read while its actor left memory is not kept', async () => {
-    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: null });
     const history = new CachedHistory('ses_1', resident);
     let answer: (messages: MessageRecord[]) => void = () => {};
     const reading = history.recent(50, anyChars, () => new Promise((resolve) => (answer = resolve)));
@@ -209,7 +223,7 @@ describe('a cached history', () => {
   });
 
   test('a history larger than the bound is answered but not kept, and leaves the rest in place', async () => {
-    const resident = new ResidentBytes({ maxBytes: 5000, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 5000, rss: null });
     resident.hold('other', 1000, () => assert.fail('released'));
     const history = new CachedHistory('ses_1', resident);
     const load = loader([message('y'.repeat(3000))]);
@@ -220,7 +234,7 @@ describe('a cached history', () => {
   });
 
   test('appending beyond the bound lets the history go rather than break it', async () => {
-    const resident = new ResidentBytes({ maxBytes: 5000, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 5000, rss: null });
     const history = new CachedHistory('ses_1', resident);
     const load = loader([message('a')]);
     await history.recent(50, anyChars, load);
@@ -231,7 +245,7 @@ describe('a cached history', () => {
   });
 
   test('forgotten with its actor, it frees its bytes', async () => {
-    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: () => 0 });
+    const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: null });
     const history = new CachedHistory('ses_1', resident);
     await history.recent(50, anyChars, loader([message('one')]));
     assert.ok(resident.bytes > 0);

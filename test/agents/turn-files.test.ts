@@ -14,7 +14,7 @@ import { createSession, send, upload, useSessionApp } from '../helpers/sessions.
 
 const budget = 2500;
 /** Resident bytes that never take a file back: these tests are about the cache's own bound. */
-const unbounded = () => new ResidentBytes({ maxBytes: Number.MAX_SAFE_INTEGER, rss: () => 0 });
+const unbounded = () => new ResidentBytes({ maxBytes: Number.MAX_SAFE_INTEGER, rss: null });
 /** The ids of the files read from the store, in order, since the last test began. */
 const reads: string[] = [];
 
