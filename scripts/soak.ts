@@ -442,6 +442,9 @@ async function snapshot(minute: string): Promise<Row> {
   const w = current;
   current = newWindow();
   const m = await readMetrics(server).catch(() => new Map<string, number>());
+  // The minute-end reading is a sample of the peak too.
+  const minuteRss = m.get('parley_process_resident_memory_bytes') ?? 0;
+  for (const window of [w, total]) window.peakRss = Math.max(window.peakRss, minuteRss);
   const now = { at: performance.now(), seconds: cpuSeconds(server), loader: process.cpuUsage() };
   const wallMs = now.at - lastCpu.at;
   // Percent of one core, as top shows it: up to 200 on this two-core machine.
