@@ -47,7 +47,9 @@ export async function runInactivity(
   const stored = result.messages[0];
   return {
     step,
-    message: stored ? publicMessage(stored) : { ...message, created_at: at, metadata: null },
+    message: stored
+      ? publicMessage(stored)
+      : { ...message, created_at: at, metadata: null, stop_reason: null, usage: null },
     conversation_status: closes ? 'closed' : 'active',
   };
 }

@@ -26,11 +26,25 @@ export interface ModelRequest {
   signal: AbortSignal;
   /** Called with each piece of text as it arrives (streaming and stall detection). */
   onDelta: (text: string) => void;
+  /**
+   * The provider waits `delayMs` before trying again (a 429 or 5xx before the first token): the wait is no
+   * silence of the model, so callModel's stall timer makes room for it. Set by callModel.
+   */
+  onRetry?: (delayMs: number) => void;
+  /** When the call's total time is up (epoch ms): a retry that could not start before it is not made. */
+  deadline?: number;
 }
+
+/**
+ * Why the model stopped: it finished (`end`), reached the agent's `max_tokens` (the text is cut), or its
+ * provider withheld the rest (`content_filter`). The stored column also takes `max_steps` and `error`.
+ */
+export type ModelStopReason = 'end' | 'max_tokens' | 'content_filter';
 
 export interface ModelReply {
   text: string;
   usage: Usage;
+  stop_reason: ModelStopReason;
 }
 
 export interface Provider {
@@ -41,9 +55,19 @@ export interface Provider {
 /** A provider's failure that is the model's fault (bad status, broken stream), not ours: 502. */
 export class ProviderError extends Error {
   override name = 'ProviderError';
+  /** The upstream HTTP status; undefined when no answer came (refused, reset, a broken stream). */
   readonly status: number | undefined;
-  constructor(message: string, options: { status?: number; cause?: unknown } = {}) {
+  /** What the upstream said, as a client may be shown it (capped). */
+  readonly upstreamMessage: string | undefined;
+  /** The upstream's Retry-After, in seconds, on a 429 or 503. */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(
+    message: string,
+    options: { status?: number; upstreamMessage?: string; retryAfterSeconds?: number; cause?: unknown } = {},
+  ) {
     super(message, { cause: options.cause });
     this.status = options.status;
+    this.upstreamMessage = options.upstreamMessage;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }

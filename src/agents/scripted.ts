@@ -1,7 +1,7 @@
 // The scripted provider: deterministic, no network; the embedded default, used by tests and benchmarks.
 // Its reply echoes what it was given (the user's name, the session context, the last message), so that
 // prompt assembly is visible from outside. `[[fail]]` or `[[stall]]` in the last message simulate a
-// failing or silent model.
+// failing or silent model; an agent's `max_tokens` cuts the reply at that many words, as a real model would.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type ModelReply, type ModelRequest, type Provider, ProviderError } from './provider.ts';
 
@@ -29,17 +29,23 @@ export function scriptedReply(request: Pick<ModelRequest, 'system' | 'messages'>
 export class ScriptedProvider implements Provider {
   readonly name = 'scripted';
   readonly #tokenDelayMs: number;
+  readonly #maxTokens: number | undefined;
 
-  constructor(options: { tokenDelayMs: number }) {
+  /** `maxTokens`: the agent's `max_tokens`; a longer reply stops there with stop_reason `max_tokens`. */
+  constructor(options: { tokenDelayMs: number; maxTokens?: number }) {
     this.#tokenDelayMs = options.tokenDelayMs;
+    this.#maxTokens = options.maxTokens;
   }
 
   async generate(request: ModelRequest): Promise<ModelReply> {
-    const text = scriptedReply(request);
-    if (text.includes('[[fail]]'))
+    const whole = scriptedReply(request);
+    if (whole.includes('[[fail]]'))
       throw new ProviderError('The scripted model was asked to fail', { status: 500 });
-    if (text.includes('[[stall]]')) await sleep(2 ** 31 - 1, undefined, { signal: request.signal });
-    const tokens = text.split(/(?<= )/);
+    if (whole.includes('[[stall]]')) await sleep(2 ** 31 - 1, undefined, { signal: request.signal });
+    const words = whole.split(/(?<= )/);
+    const cut = this.#maxTokens !== undefined && words.length > this.#maxTokens;
+    const tokens = cut ? words.slice(0, this.#maxTokens) : words;
+    const text = tokens.join('');
     for (const token of tokens) {
       if (this.#tokenDelayMs > 0) await sleep(this.#tokenDelayMs, undefined, { signal: request.signal });
       request.signal.throwIfAborted();
@@ -50,6 +56,10 @@ export class ScriptedProvider implements Provider {
       (n, m) => n + m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 1000), 0),
       request.system.length,
     );
-    return { text, usage: { input_tokens: Math.ceil(seen / 4), output_tokens: tokens.length } };
+    return {
+      text,
+      usage: { input_tokens: Math.ceil(seen / 4), output_tokens: tokens.length },
+      stop_reason: cut ? 'max_tokens' : 'end',
+    };
   }
 }

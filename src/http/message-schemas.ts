@@ -2,6 +2,7 @@
 // blocks, the Message resource, the Idempotency-Key header, and the answers a send gives (the reply as JSON,
 // the event stream, the errors a turn may end in).
 import { z } from 'zod';
+import { STOP_REASONS } from '../store/store.ts';
 import { errorEnvelope, metadataSchema, text, timestamp } from './schemas.ts';
 
 export const MAX_TEXT = 32_000;
@@ -56,6 +57,11 @@ export const contentBlock = z
   ])
   .meta({ id: 'ContentBlock' });
 
+/** What one model call cost, as its provider reported it. */
+export const usageSchema = z
+  .object({ input_tokens: z.number().int(), output_tokens: z.number().int() })
+  .meta({ id: 'Usage' });
+
 export const messageSchema = z
   .object({
     id: z.string(),
@@ -63,6 +69,13 @@ export const messageSchema = z
     content: z.array(contentBlock),
     created_at: timestamp,
     metadata: z.record(z.string(), z.unknown()).nullable(),
+    stop_reason: z.enum(STOP_REASONS).nullable().meta({
+      description:
+        'Why the model stopped: end, max_tokens (the text is cut), max_steps, content_filter or error; null on messages no model produced (user, authored, inactivity)',
+    }),
+    usage: usageSchema
+      .nullable()
+      .meta({ description: 'The tokens of the model call that produced the message; null likewise' }),
   })
   .meta({ id: 'Message' });
 

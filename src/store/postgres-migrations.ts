@@ -153,4 +153,15 @@ export const postgresMigrations: readonly Migration[] = [
     // committed under an older epoch after a newer one (what the cluster tests check).
     sql: 'ALTER TABLE messages ADD COLUMN epoch INTEGER;',
   },
+  {
+    version: 4,
+    name: 'message stop reasons and usage',
+    // What the model did for an assistant message: why it stopped (text, unchecked, so that reasons added
+    // later need no migration) and its usage as JSON `{ input_tokens, output_tokens }`; both null on
+    // messages no model produced.
+    sql: `
+      ALTER TABLE messages ADD COLUMN stop_reason TEXT;
+      ALTER TABLE messages ADD COLUMN usage TEXT;
+    `,
+  },
 ];

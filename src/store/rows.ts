@@ -11,16 +11,19 @@ import type {
   IdempotencyRecord,
   JsonObject,
   MessageRecord,
+  MessageUsage,
   NewApiKey,
   NewFile,
   NewSession,
   SessionRecord,
   SessionWrite,
+  StopReason,
   StoredFile,
   Tenant,
   User,
   UserFields,
 } from './store.ts';
+import { STOP_REASONS } from './store.ts';
 
 /** A row as either driver returns it. */
 export type Row = Record<string, unknown>;
@@ -67,6 +70,19 @@ const object = (r: Row, column: string): JsonObject => {
 };
 
 const roles: readonly MessageRecord['role'][] = ['user', 'assistant'];
+
+function stopReason(r: Row): StopReason | null {
+  return r.stop_reason === null || r.stop_reason === undefined ? null : oneOf(r, 'stop_reason', STOP_REASONS);
+}
+
+function usage(r: Row): MessageUsage | null {
+  const raw = textOrNull(r, 'usage');
+  if (raw === null) return null;
+  const { input_tokens, output_tokens } = JSON.parse(raw);
+  if (typeof input_tokens !== 'number' || typeof output_tokens !== 'number')
+    throw new TypeError('Column usage holds no token counts');
+  return { input_tokens, output_tokens };
+}
 
 export const toTenant = (r: Row): Tenant => ({
   id: text(r, 'id'),
@@ -141,6 +157,8 @@ export const toMessage = (r: Row): MessageRecord => {
     metadata: r.metadata === null ? null : object(r, 'metadata'),
     created_at: text(r, 'created_at'),
     turn_id: textOrNull(r, 'turn_id'),
+    stop_reason: stopReason(r),
+    usage: usage(r),
   };
 };
 
@@ -247,20 +265,35 @@ export const sessionRow = (tenantId: string, session: NewSession, at: string) =>
  * Each row keeps the fencing epoch it was written under.
  */
 export function appendedMessages(write: SessionWrite, lastSeq: number, at: string) {
-  return (write.messages ?? []).map((m, i) => ({
-    row: {
-      id: m.id,
-      session_id: write.session_id,
-      seq: lastSeq + i + 1,
-      role: m.role,
-      content: JSON.stringify(m.content),
-      metadata: m.metadata === null ? null : JSON.stringify(m.metadata),
-      turn_id: m.turn_id,
-      created_at: at,
-      epoch: write.fence.epoch,
-    },
-    record: { ...m, session_id: write.session_id, created_at: at } satisfies MessageRecord,
-  }));
+  return (write.messages ?? []).map((m, i) => {
+    // Only the counts are kept, so that the record is what a read gives back.
+    const usage = m.usage
+      ? { input_tokens: m.usage.input_tokens, output_tokens: m.usage.output_tokens }
+      : null;
+    const stop_reason = m.stop_reason ?? null;
+    return {
+      row: {
+        id: m.id,
+        session_id: write.session_id,
+        seq: lastSeq + i + 1,
+        role: m.role,
+        content: JSON.stringify(m.content),
+        metadata: m.metadata === null ? null : JSON.stringify(m.metadata),
+        turn_id: m.turn_id,
+        created_at: at,
+        epoch: write.fence.epoch,
+        stop_reason,
+        usage: usage === null ? null : JSON.stringify(usage),
+      },
+      record: {
+        ...m,
+        session_id: write.session_id,
+        created_at: at,
+        stop_reason,
+        usage,
+      } satisfies MessageRecord,
+    };
+  });
 }
 
 export const idempotencyRow = (

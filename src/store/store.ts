@@ -150,6 +150,16 @@ export interface SessionFilter {
   agent_ids?: readonly string[];
 }
 
+/** Why a model's reply ended (DESIGN §13); `max_steps` and `error` are for tool steps to come. */
+export const STOP_REASONS = ['end', 'max_tokens', 'max_steps', 'content_filter', 'error'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+/** What one model call cost, as its provider reported it. */
+export interface MessageUsage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
 export interface MessageRecord {
   id: string;
   session_id: string;
@@ -159,6 +169,10 @@ export interface MessageRecord {
   created_at: string;
   /** The turn that stored the message. */
   turn_id: string | null;
+  /** Why the model stopped; null on messages no model produced (user, authored, inactivity). */
+  stop_reason: StopReason | null;
+  /** The model call that produced the message; null likewise. */
+  usage: MessageUsage | null;
 }
 
 export interface NewMessage {
@@ -167,6 +181,9 @@ export interface NewMessage {
   content: ContentBlock[];
   metadata: JsonObject | null;
   turn_id: string;
+  /** Set on a model's reply only; absent is null. */
+  stop_reason?: StopReason | null;
+  usage?: MessageUsage | null;
 }
 
 /** The fencing token of a shard: a write is refused unless the shard's epoch is still this one. */

@@ -19,6 +19,8 @@ function message(text: string): MessageRecord {
     metadata: null,
     created_at: new Date(0).toISOString(),
     turn_id: null,
+    stop_reason: null,
+    usage: null,
   };
 }
 

@@ -55,6 +55,22 @@ const streams =
     raw.end();
   };
 
+/** Streams `pieces`, then a finish chunk with `reason` and the usage a real server reports, then `[DONE]`. */
+const finishes =
+  (
+    reason: string,
+    usage: { prompt_tokens: number; completion_tokens: number },
+    ...pieces: string[]
+  ): Behaviour =>
+  (_request, reply) => {
+    const raw = openStream(reply);
+    for (const piece of pieces) raw.write(sse(delta(piece)));
+    raw.write(sse({ choices: [{ index: 0, delta: {}, finish_reason: reason }] }));
+    raw.write(sse({ choices: [], usage }));
+    raw.write('data: [DONE]\n\n');
+    raw.end();
+  };
+
 const lastRequest = () => {
   const request = recorded.at(-1);
   assert.ok(request, 'the fake server received no request');
@@ -152,7 +168,13 @@ const send = (sessionId: string, body: unknown, app = t) =>
 async function messages(sessionId: string) {
   const res = await call('GET', `/v1/agents/sessions/${sessionId}/messages?limit=100`);
   assert.equal(res.statusCode, 200, res.body);
-  return res.json().items as { id: string; role: string; content: { type: string; text?: string }[] }[];
+  return res.json().items as {
+    id: string;
+    role: string;
+    content: { type: string; text?: string }[];
+    stop_reason: string | null;
+    usage: { input_tokens: number; output_tokens: number } | null;
+  }[];
 }
 
 /** The lines between `<tag>` and `</tag>` of the system prompt. */
@@ -313,6 +335,33 @@ describe('files in a message', () => {
   });
 });
 
+describe('what the model did, on its reply', () => {
+  test('finish_reason length is stop_reason max_tokens with the reported usage, answered and stored alike; the user message has nulls', async () => {
+    const sessionId = await newSession();
+    behaviour = finishes('length', { prompt_tokens: 31, completion_tokens: 5 }, 'A reply cut ', 'short');
+    const res = await send(sessionId, { content: 'Tell me everything' });
+    assert.equal(res.statusCode, 201, res.body);
+    const reply = res.json().agent_message;
+    assert.equal(reply.stop_reason, 'max_tokens');
+    assert.deepEqual(reply.usage, { input_tokens: 31, output_tokens: 5 });
+    const [user, stored] = await messages(sessionId);
+    assert.deepEqual(stored, reply);
+    assert.equal(user?.role, 'user');
+    assert.deepEqual([user?.stop_reason, user?.usage], [null, null]);
+  });
+
+  test('finish_reason content_filter is stop_reason content_filter, and stop is end', async () => {
+    const sessionId = await newSession();
+    behaviour = finishes('content_filter', { prompt_tokens: 9, completion_tokens: 2 }, 'I cannot');
+    const filtered = await send(sessionId, { content: 'Something bad' });
+    assert.equal(filtered.json().agent_message.stop_reason, 'content_filter');
+    behaviour = finishes('stop', { prompt_tokens: 12, completion_tokens: 3 }, 'Fine, thanks.');
+    const fine = await send(sessionId, { content: 'How are you?' });
+    assert.equal(fine.json().agent_message.stop_reason, 'end');
+    assert.deepEqual(fine.json().agent_message.usage, { input_tokens: 12, output_tokens: 3 });
+  });
+});
+
 describe('a failing model', () => {
   /** Sends one message under `failing`; returns the answer and the session's stored messages. */
   async function failedTurn(failing: Behaviour) {
@@ -464,6 +513,19 @@ describe('the agents file', () => {
       assert.doesNotMatch(err.message, /not set/);
       assert.match(err.message, /_API_KEY/);
     }
+  });
+
+  test('an openai agent without model is a ConfigError naming the field', async (ctx) => {
+    const noModel = agentsYaml().replace('    model: test-model\n', '');
+    assert.doesNotMatch(noModel, /model:/);
+    await rejectsWith(ctx, noModel, /agents\.0\.model: required for provider openai/, {
+      FAKE_API_KEY: 'sk-test',
+    });
+  });
+
+  test('a scripted agent needs no model', async (ctx) => {
+    const file = await writeAgents('scripted.yaml', 'agents:\n  - id: plain\n    provider: scripted\n');
+    await build(ctx, { PARLEY_AGENTS_FILE: file });
   });
 
   test('an unknown field in an agent is a ConfigError naming the field', async (ctx) => {

@@ -46,6 +46,8 @@ const message = (role: 'user' | 'assistant', ...content: ContentBlock[]): Messag
   metadata: null,
   created_at: new Date().toISOString(),
   turn_id: null,
+  stop_reason: null,
+  usage: null,
 });
 
 /** Sends `text` with the files in a new session of the app; returns the session and the scripted reply. */

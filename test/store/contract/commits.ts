@@ -76,6 +76,51 @@ export function commitSession(f: SessionFixture): void {
       assert.equal(session?.created_at, record.created_at);
     });
 
+    it("keeps an assistant message's stop_reason and usage, and reads them as null where none were given", async () => {
+      const tenantId = await tenant();
+      const { record, fence } = await createSession(tenantId);
+      const turn = newId('turn');
+      const question = message(turn, 'user', 'Tell me everything');
+      const cut = {
+        ...message(turn, 'assistant', 'Everything starts'),
+        stop_reason: 'max_tokens' as const,
+        usage: { input_tokens: 1234, output_tokens: 2 },
+      };
+      // Reasons the tool steps will add are stored as they are too.
+      const stepped = {
+        ...message(turn, 'assistant', 'Out of steps'),
+        stop_reason: 'max_steps' as const,
+        usage: { input_tokens: 0, output_tokens: 0 },
+      };
+      const authored = { ...message(turn, 'assistant', 'A colleague'), stop_reason: null, usage: null };
+      const messages = [question, cut, stepped, authored];
+      const at = new Date().toISOString();
+      const result = await ctx.store.commitSession({
+        session_id: record.id,
+        fence,
+        at,
+        messages,
+        patch: { snapshot: '{"step":1}' },
+      });
+      const expected = stored(record.id, at, messages);
+      assert.deepEqual(result.messages, expected);
+      assert.deepEqual(
+        expected.map((m) => [m.stop_reason, m.usage]),
+        [
+          [null, null],
+          ['max_tokens', { input_tokens: 1234, output_tokens: 2 }],
+          ['max_steps', { input_tokens: 0, output_tokens: 0 }],
+          [null, null],
+        ],
+      );
+      assert.deepEqual((await ctx.store.listMessages(tenantId, record.id, all))?.items, expected);
+      assert.deepEqual(await ctx.store.turnMessages(record.id, turn), expected);
+      assert.deepEqual(await ctx.store.recentMessages(record.id, 10, Number.MAX_SAFE_INTEGER), expected);
+      for (const m of expected) {
+        assert.deepEqual(await ctx.store.getMessage(tenantId, record.id, m.id), m);
+      }
+    });
+
     it('recentMessages returns the last messages, oldest first, back as far as their characters allow', async () => {
       const tenantId = await tenant();
       const { record, fence } = await createSession(tenantId);

@@ -143,7 +143,13 @@ export function sessionFixture(ctx: StoreContext) {
 
   /** The stored form of messages committed at `at`. */
   const stored = (sessionId: string, at: string, messages: NewMessage[]): MessageRecord[] =>
-    messages.map((m) => ({ ...m, session_id: sessionId, created_at: at }));
+    messages.map((m) => ({
+      ...m,
+      session_id: sessionId,
+      created_at: at,
+      stop_reason: m.stop_reason ?? null,
+      usage: m.usage ?? null,
+    }));
 
   const isStale = (shard: number) => (err: unknown) => err instanceof StaleEpochError && err.shard === shard;
 
