@@ -81,6 +81,8 @@ const catalogue = {
       scripted: { token_delay_ms: TOKEN_DELAY_MS },
       // A session takes many long sends over a soak; the default 1,000 would end the busiest ones.
       limits: { messages_per_session: 100_000 },
+      // Its long sends (512,000 characters) need a window as large as the demo agent's.
+      context_window: 8_000_000,
     },
   ],
 };

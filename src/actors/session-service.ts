@@ -1,6 +1,7 @@
 // The session operations the HTTP families call: create, read, send, run, inactivity, terminate. It checks
 // what a request refers to (agent, user, files), then hands the work to the session's actor through the host.
 import type { Catalogue } from '../agents/catalogue.ts';
+import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { SHARD_COUNT, shardOf } from '../cluster/shard.ts';
 import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
@@ -22,7 +23,7 @@ import type { TurnObserver } from './operation-context.ts';
 import { closedAnswer, type TerminateResult } from './operations.ts';
 import type { SessionEntry } from './resident-actors.ts';
 import { type SessionHost, statusError } from './session-host.ts';
-import { replayOf, type TurnResult } from './turn.ts';
+import { refuseUnfitting, replayOf, type TurnResult } from './turn.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
@@ -213,12 +214,24 @@ export class SessionService {
         metadata: m.metadata ?? null,
       })),
     );
+    const contentAt = ['body', 'messages', messages.length - 1, 'content'];
+    // A message too long for the agent is refused before the session exists, as the turn would refuse it.
+    const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
+    await refuseUnfitting(agent, systemPrompt(agent.instructions, fields.context ?? {}, user), {
+      messages,
+      contentAt,
+    });
     const session = await this.createSession(tenantId, agentId, fields);
     const entry = await this.#entry(tenantId, session.id, () => {});
     const result = await this.#o.host.submit(entry, {
       id: newId('turn'),
       kind: 'send',
-      payload: { messages, reply: true, replyId: newId('msg') },
+      payload: {
+        messages,
+        reply: true,
+        replyId: newId('msg'),
+        contentAt,
+      },
     });
     return { ...result, session_id: session.id };
   }

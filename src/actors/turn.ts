@@ -4,10 +4,18 @@
 // message is itself the answer.
 import { callModel } from '../agents/call-model.ts';
 import type { AgentConfig } from '../agents/catalogue.ts';
+import {
+  estimateCorrection,
+  fitsAlone,
+  halveHistory,
+  isContextOverflow,
+  planWindow,
+  promptTokens,
+} from '../agents/context-window.ts';
 import { toModelMessages } from '../agents/model-messages.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { ModelReply, Provider, Usage } from '../agents/provider.ts';
-import { AppError } from '../errors.ts';
+import { AppError, ValidationError } from '../errors.ts';
 import type { ContentBlock, JsonObject, MessageRecord } from '../store/store.ts';
 import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idempotency.ts';
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
@@ -24,6 +32,8 @@ export interface SendPayload {
   /** False for an integrator-authored assistant message: it is stored and is itself the reply. */
   reply: boolean;
   replyId: string;
+  /** Where the last message's content is in the request, for a 422 about it (a send's `body.content`). */
+  contentAt?: (string | number)[];
 }
 
 export interface TurnResult {
@@ -38,7 +48,12 @@ export interface TurnResult {
 /** The answer of an earlier attempt that finished, replayed. */
 export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>): TurnResult => ({
   turn_id: attempt.turn_id,
-  agent_message: attempt.agent_message,
+  // Answers stored before messages had these fields replay them as null, as the message now reads.
+  agent_message: {
+    ...attempt.agent_message,
+    stop_reason: attempt.agent_message.stop_reason ?? null,
+    usage: attempt.agent_message.usage ?? null,
+  },
   usage: null,
   replayed: true,
 });
@@ -61,6 +76,7 @@ export async function runTurn(
 
   const earlier = idempotency ? (await currentLookup(store, context.entry, idempotency)).attempt : null;
   if (earlier?.state === 'finished') return replayOf(earlier);
+  const system = payload.reply ? await turnPrompt(deps, context, agent) : '';
   if (earlier?.state === 'started') {
     // The first attempt stored its messages and then failed or died: produce the missing reply only.
     turnId = earlier.turn_id;
@@ -75,6 +91,7 @@ export async function runTurn(
         context: { limit, messages_count: session.messages_count },
       });
     }
+    if (payload.reply) await refuseUnfitting(agent, system, payload);
     const at = new Date().toISOString();
     const authored = payload.reply ? undefined : payload.messages.at(-1);
     const userMessageId = payload.messages.find((m) => m.role === 'user')?.id ?? null;
@@ -84,7 +101,14 @@ export async function runTurn(
       ...activity(at, ttlMs, userMessageId !== null),
       ...(idempotency ? { idempotency: keyRecord(idempotency, turnId, userMessageId) } : {}),
       ...(idempotency && authored
-        ? { idempotencyResponse: keyAnswer(idempotency, { ...authored, created_at: at }) }
+        ? {
+            idempotencyResponse: keyAnswer(idempotency, {
+              ...authored,
+              created_at: at,
+              stop_reason: null,
+              usage: null,
+            }),
+          }
         : {}),
     });
     stored = result.messages;
@@ -98,7 +122,7 @@ export async function runTurn(
   const first = stored[0];
   if (first) context.observer?.started(turnId, first, payload.replyId);
 
-  const reply = await askModel(deps, context, agent, provider);
+  const reply = await askModel(deps, context, agent, provider, system);
   const at = new Date().toISOString();
   const agentMessage: PublicMessage = {
     id: payload.replyId,
@@ -106,6 +130,8 @@ export async function runTurn(
     content: [{ type: 'text', text: reply.text }],
     created_at: at,
     metadata: null,
+    stop_reason: reply.stop_reason,
+    usage: reply.usage,
   };
   await context.commit({
     at,
@@ -116,6 +142,8 @@ export async function runTurn(
         content: agentMessage.content,
         metadata: null,
         turn_id: turnId,
+        stop_reason: reply.stop_reason,
+        usage: reply.usage,
       },
     ],
     ...activity(at, ttlMs, false),
@@ -126,12 +154,51 @@ export async function runTurn(
   return { turn_id: turnId, agent_message: agentMessage, usage: reply.usage, replayed: false };
 }
 
-/** Calls the model on the session's recent history (this turn's messages are stored by now). */
+/** The system prompt of the session's turns: the agent's instructions, its context and its user's details. */
+async function turnPrompt(
+  deps: OperationDeps,
+  context: OperationContext,
+  agent: AgentConfig,
+): Promise<string> {
+  const { session } = context.entry;
+  const user = session.user ? await deps.store.getUser(session.tenant_id, session.user.id) : null;
+  return systemPrompt(agent.instructions, session.context, user);
+}
+
+/**
+ * A new message that cannot fit the agent's window even alone could never be answered: refused (422) before
+ * anything is stored, rather than stored and failed at every later send.
+ */
+export async function refuseUnfitting(
+  agent: AgentConfig,
+  system: string,
+  payload: Pick<SendPayload, 'messages' | 'contentAt'>,
+): Promise<void> {
+  const newest = payload.messages.at(-1);
+  if (!newest) return;
+  const ratio = estimateCorrection.ratio(agent);
+  const { fits, tokens } = await fitsAlone(system, newest.content, agent, ratio);
+  if (fits) return;
+  throw ValidationError.at(
+    payload.contentAt ?? ['body', 'content'],
+    `The message is too long for this agent: with its instructions it is about ${Math.ceil(tokens * ratio)} ` +
+      `tokens, and the agent takes ${agent.context_window - agent.max_tokens} (its context_window of ` +
+      `${agent.context_window} less ${agent.max_tokens} for the reply).`,
+    'too_long_for_agent',
+  );
+}
+
+/**
+ * Calls the model on the session's recent history (this turn's messages are stored by now), cut to the
+ * agent's context window; a prompt the provider still finds too long is sent again once with the newer
+ * half of that history.
+ */
 async function askModel(
   deps: OperationDeps,
   context: OperationContext,
   agent: AgentConfig,
   provider: Provider,
+  system: string,
 ): Promise<ModelReply> {
   const { store, metrics } = deps;
   const { session } = context.entry;
@@ -147,17 +214,31 @@ async function askModel(
     const history = await context.entry.history.recent(limit, maxChars, () =>
       store.recentMessages(session.id, limit, maxChars),
     );
-    const user = session.user ? await store.getUser(session.tenant_id, session.user.id) : null;
-    const reply = await callModel(
-      provider,
-      {
-        model: agent.model,
-        system: systemPrompt(agent.instructions, session.context, user),
-        messages: await toModelMessages(store, session.tenant_id, history, deps.files),
-        onDelta: (text) => context.observer?.delta(text),
-      },
-      { totalMs: agent.timeouts.total_ms, stallMs: agent.timeouts.stall_ms, signal: context.signal },
-    );
+    const plan = await planWindow(system, history, agent, estimateCorrection.ratio(agent));
+    // Only what is kept is turned into model messages: the files of dropped messages are never read.
+    const call = async (messages: readonly MessageRecord[]) =>
+      callModel(
+        provider,
+        {
+          model: agent.model,
+          system,
+          messages: await toModelMessages(store, session.tenant_id, messages, deps.files),
+          onDelta: (text) => context.observer?.delta(text),
+        },
+        { totalMs: agent.timeouts.total_ms, stallMs: agent.timeouts.stall_ms, signal: context.signal },
+      );
+    let sent = plan.messages;
+    let reply: ModelReply;
+    try {
+      reply = await call(sent);
+    } catch (err) {
+      // Nothing was streamed (the provider refused the prompt), so a second call starts a clean reply.
+      if (!isContextOverflow(err) || sent.length < 2) throw err;
+      estimateCorrection.overflowed(agent);
+      sent = halveHistory(sent);
+      reply = await call(sent);
+    }
+    learn(agent, plan, sent, reply);
     observe('ok');
     return reply;
   } catch (err) {
@@ -166,4 +247,20 @@ async function askModel(
     metrics.turns.inc({ outcome });
     throw err;
   }
+}
+
+/** Corrects the agent's estimate by the input tokens the provider reported for what was sent. */
+function learn(
+  agent: AgentConfig,
+  plan: Awaited<ReturnType<typeof planWindow>>,
+  sent: readonly MessageRecord[],
+  reply: ModelReply,
+): void {
+  if (plan.systemTokens === null || plan.tokens === null) return;
+  // Files are counted by a fixed guess: a prompt with files says little about how text is counted.
+  if (sent.some((m) => m.content.some((b) => b.type !== 'text'))) return;
+  const estimate = promptTokens(plan.systemTokens, plan.tokens.slice(-sent.length));
+  // Over the budget, a count stopped early: a lower bound, which would overstate the ratio.
+  if (estimate > plan.budget) return;
+  estimateCorrection.observe(agent, estimate, reply.usage.input_tokens);
 }

@@ -21,21 +21,34 @@ const duration = z.union([
     .transform((v) => Number(v.slice(0, -1)) * (units[v.slice(-1)] ?? 1)),
 ]);
 
-const agentSchema = z.strictObject({
+const agentFields = z.strictObject({
   id: agentIdSchema,
   name: z.string().min(1).max(200).optional(),
   instructions: z.string().max(100_000).default(''),
-  provider: z.enum(['scripted', 'openai']).default('scripted'),
-  model: z.string().min(1).max(200).default('scripted'),
-  /** openai: the API's base URL (default OPENAI_BASE_URL, else https://api.openai.com/v1). */
+  provider: z.enum(['scripted', 'openai', 'openai-compatible', 'anthropic']).default('scripted'),
+  /** Required for every provider but `scripted` (DESIGN §13): a default would be sent as a model name. */
+  model: z.string().min(1).max(200).optional(),
+  /**
+   * The API's base URL: openai's default is OPENAI_BASE_URL, else https://api.openai.com/v1; anthropic's
+   * https://api.anthropic.com/v1; openai-compatible has none (required).
+   */
   base_url: z.url().optional(),
-  /** openai: the environment variable holding the API key (default OPENAI_API_KEY). */
+  /** The environment variable holding the API key (default OPENAI_API_KEY, ANTHROPIC_API_KEY; none). */
   api_key_env: z
     .string()
     .regex(/^[A-Z][A-Z0-9_]*_API_KEY$/, 'must name an environment variable ending in _API_KEY')
     .optional(),
   temperature: z.number().min(0).max(2).optional(),
-  max_tokens: z.number().int().min(1).optional(),
+  top_p: z.number().min(0).max(1).optional(),
+  /** Sequences that end the reply where they appear. */
+  stop: z.array(z.string().min(1).max(200)).min(1).max(8).optional(),
+  seed: z.number().int().optional(),
+  /** Passed through to the provider as the AI SDK's providerOptions: `{ openai: {...} }`, `{ anthropic: {...} }`. */
+  provider_options: z.record(z.string(), z.record(z.string(), z.json())).optional(),
+  /** Tokens kept free for the reply, and sent as the reply's limit (DESIGN §13). */
+  max_tokens: z.number().int().min(1).max(1_000_000).default(1024),
+  /** Tokens the model takes, prompt and reply: the history is trimmed to fit (context-window.ts). */
+  context_window: z.number().int().min(256).max(10_000_000).default(8192),
   scripted: z.strictObject({ token_delay_ms: z.number().int().min(0).max(10_000).default(0) }).default({
     token_delay_ms: 0,
   }),
@@ -73,6 +86,39 @@ const agentSchema = z.strictObject({
     .default({ total_ms: 60_000, stall_ms: 20_000 }),
 });
 
+/** An agent whose reply reserve takes its whole window could answer nothing: refused at start. */
+function replyLeavesRoom(
+  agent: { max_tokens: number; context_window: number },
+  ctx: z.RefinementCtx<{ max_tokens: number; context_window: number }>,
+) {
+  if (agent.max_tokens < agent.context_window) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: ['max_tokens'],
+    message: `must be less than context_window (${agent.context_window}), which holds the prompt too`,
+  });
+}
+
+const agentSchema = agentFields
+  .superRefine(replyLeavesRoom)
+  .superRefine((agent, ctx) => {
+    if (agent.provider === 'openai-compatible' && agent.base_url === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['base_url'],
+        message: 'required for provider openai-compatible (the server to call)',
+      });
+    }
+    if (agent.provider !== 'scripted' && agent.model === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['model'],
+        message: `required for provider ${agent.provider} (the model name the provider is sent)`,
+      });
+    }
+  })
+  .transform(({ model, ...agent }) => ({ ...agent, model: model ?? 'scripted' }));
+
 export type AgentConfig = z.infer<typeof agentSchema>;
 
 const catalogueSchema = z.strictObject({
@@ -89,11 +135,16 @@ const catalogueSchema = z.strictObject({
     }),
 });
 
-export const demoAgent: AgentConfig = agentSchema.parse({
-  id: 'demo',
-  name: 'Demo',
-  instructions: 'You are a friendly demo agent. Answer briefly.',
-});
+export const demoAgent: AgentConfig = {
+  ...agentSchema.parse({
+    id: 'demo',
+    name: 'Demo',
+    instructions: 'You are a friendly demo agent. Answer briefly.',
+  }),
+  // Its scripted model has no window: the demo sends any history a turn reads (a catalogue cannot say
+  // this; its agents have a window) and never loads the tokenizer.
+  context_window: Number.POSITIVE_INFINITY,
+};
 
 export type Catalogue = ReadonlyMap<string, AgentConfig>;
 
