@@ -1,10 +1,18 @@
-// The `openai` provider: any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp
-// server). Always streamed, so that callModel's stall timeout sees text as it arrives.
+// The hand-written Chat Completions client that the `openai` provider was before the AI SDK (issue 16), kept
+// only as the baseline of bench/provider-overhead.ts: what a model call costs without the SDK.
 import { createParser } from 'eventsource-parser';
 import { type Dispatcher, Pool } from 'undici';
-import { fileBlock } from './prompt.ts';
-import type { ModelMessage, ModelPart, ModelReply, ModelRequest, Provider, Usage } from './provider.ts';
-import { ProviderError } from './provider.ts';
+import { fileBlock } from '../src/agents/prompt.ts';
+import type {
+  ModelMessage,
+  ModelPart,
+  ModelReply,
+  ModelRequest,
+  ModelStopReason,
+  Provider,
+  Usage,
+} from '../src/agents/provider.ts';
+import { ProviderError } from '../src/agents/provider.ts';
 
 export interface OpenAiOptions {
   baseUrl: string;
@@ -115,6 +123,7 @@ async function readStream(body: Dispatcher.ResponseData['body'], request: ModelR
   let usage: Usage = { input_tokens: 0, output_tokens: 0 };
   let done = false;
   let finished = false;
+  let stopReason: ModelStopReason = 'end';
   const parser = createParser({
     maxBufferSize: SSE_BUFFER_CAP,
     onError: (err) => {
@@ -136,7 +145,10 @@ async function readStream(body: Dispatcher.ResponseData['body'], request: ModelR
         text += piece;
         request.onDelta(piece);
       }
-      if (choice?.finish_reason) finished = true;
+      if (choice?.finish_reason) {
+        finished = true;
+        stopReason = stopReasonOf(choice.finish_reason);
+      }
       if (chunk.usage) {
         usage = {
           input_tokens: Number(chunk.usage.prompt_tokens) || 0,
@@ -151,7 +163,14 @@ async function readStream(body: Dispatcher.ResponseData['body'], request: ModelR
     if (done) break;
   }
   if (!done && !finished) throw new ProviderError('stream ended early');
-  return { text, usage };
+  return { text, usage, stop_reason: stopReason };
+}
+
+/** Chat Completions' `finish_reason`: `stop`, `tool_calls` and whatever a server invents are a finished reply. */
+function stopReasonOf(finishReason: unknown): ModelStopReason {
+  if (finishReason === 'length') return 'max_tokens';
+  if (finishReason === 'content_filter') return 'content_filter';
+  return 'end';
 }
 
 function parseChunk(data: string): Chunk {

@@ -62,18 +62,33 @@ async function providerFor(
   config: Config,
 ): Promise<Provider & { close?(): Promise<void> }> {
   if (agent.provider === 'scripted')
-    return new ScriptedProvider({ tokenDelayMs: agent.scripted.token_delay_ms });
-  const keyVariable = agent.api_key_env ?? 'OPENAI_API_KEY';
-  const apiKey = config.providerKeys[keyVariable];
+    return new ScriptedProvider({ tokenDelayMs: agent.scripted.token_delay_ms, maxTokens: agent.max_tokens });
+  const defaults = {
+    openai: { key: 'OPENAI_API_KEY', url: config.openai.baseUrl ?? 'https://api.openai.com/v1' },
+    anthropic: { key: 'ANTHROPIC_API_KEY', url: 'https://api.anthropic.com/v1' },
+    'openai-compatible': { key: undefined, url: undefined },
+  }[agent.provider];
+  const keyVariable = agent.api_key_env ?? defaults.key;
+  const apiKey = keyVariable === undefined ? undefined : config.providerKeys[keyVariable];
   if (agent.api_key_env && !apiKey) {
     throw new ConfigError(`Invalid configuration: agent ${agent.id} names ${keyVariable}, which is not set.`);
   }
-  const { OpenAiProvider } = await import('./agents/openai.ts');
-  return new OpenAiProvider({
-    baseUrl: agent.base_url ?? config.openai.baseUrl ?? 'https://api.openai.com/v1',
+  const baseUrl = agent.base_url ?? defaults.url;
+  // The catalogue requires a base_url where there is no default.
+  if (baseUrl === undefined)
+    throw new ConfigError(`Invalid configuration: agent ${agent.id} has no base_url.`);
+  const { remoteProvider } = await import('./agents/ai-sdk-provider.ts');
+  return remoteProvider(agent.provider, {
+    baseUrl,
     ...(apiKey ? { apiKey } : {}),
-    ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
-    ...(agent.max_tokens !== undefined ? { maxTokens: agent.max_tokens } : {}),
+    settings: {
+      maxTokens: agent.max_tokens,
+      ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
+      ...(agent.top_p !== undefined ? { topP: agent.top_p } : {}),
+      ...(agent.stop !== undefined ? { stop: agent.stop } : {}),
+      ...(agent.seed !== undefined ? { seed: agent.seed } : {}),
+      ...(agent.provider_options !== undefined ? { providerOptions: agent.provider_options } : {}),
+    },
   });
 }
 

@@ -102,7 +102,17 @@ export const errorCatalogue = {
   agent_unavailable: {
     status: 502,
     name: 'AgentUnavailableError',
-    message: 'The agent could not produce a reply.',
+    message: 'The agent could not produce a reply: its model server did not answer or failed.',
+  },
+  agent_rejected: {
+    status: 502,
+    name: 'AgentRejectedError',
+    message: 'The agent could not produce a reply: its model server refused the request.',
+  },
+  agent_misconfigured: {
+    status: 502,
+    name: 'AgentMisconfiguredError',
+    message: "The agent could not produce a reply: its model server refused the agent's key or model.",
   },
   shard_moving: {
     status: 503,
@@ -113,6 +123,11 @@ export const errorCatalogue = {
     status: 503,
     name: 'ServiceUnavailableError',
     message: 'The service is unavailable; retry shortly.',
+  },
+  agent_rate_limited: {
+    status: 503,
+    name: 'AgentRateLimitedError',
+    message: "The agent's model server is rate limiting; retry after the time in Retry-After.",
   },
   agent_timeout: { status: 504, name: 'AgentTimeoutError', message: 'The agent did not reply in time.' },
 } as const satisfies Record<string, ErrorSpec>;

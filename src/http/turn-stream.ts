@@ -115,12 +115,15 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         if (!started) return reject(err);
         const error =
           err instanceof AppError ? err : new AppError('internal_error', undefined, { cause: err });
-        if (error.statusCode >= 500 && !(err instanceof AppError))
-          options.log.error({ err }, 'streamed turn failed');
+        // Logged like a plain send's failure: with the upstream status and message a provider error carries.
+        if (error.statusCode >= 500) options.log.error({ err: error }, 'streamed turn failed');
+        // Deltas were sent: the client holds text that will not be stored, and must discard it.
+        const partial = offset > 0 || held !== '';
         flushHeld();
         sse.send('turn.failed', `${turnId}:${offset + 2}`, {
           turn_id: turnId,
           error: { code: error.code, name: error.errorName, message: error.message },
+          partial,
         });
         sse.close();
       },

@@ -14,6 +14,8 @@ export interface EventData {
   conversation_status?: string;
   usage?: { input_tokens: number; output_tokens: number } | null;
   error?: { code: string; name: string; message: string };
+  /** turn.failed: whether deltas were sent before the failure. */
+  partial?: boolean;
 }
 
 export interface SseEvent {

@@ -20,7 +20,8 @@ import { type SseEvent, StreamReader } from '../helpers/sse.ts';
 
 // --- a fake OpenAI-compatible model server: what it does depends on the agent's `model` -----------------
 
-const chunk = (content: string) => `data: ${JSON.stringify({ choices: [{ delta: { content } }] })}\n\n`;
+const chunk = (content: string) =>
+  `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
 const DONE = 'data: [DONE]\n\n';
 
 /**
@@ -166,7 +167,7 @@ async function pollMessages(sessionId: string, done: (messages: Message[]) => bo
 // --- the tests ----------------------------------------------------------------------------------------
 
 describe('a model that fails in the middle of its reply', () => {
-  test('the stream ends with turn.failed agent_unavailable after the deltas it got, and the user message stays stored', async () => {
+  test('the stream ends with turn.failed agent_unavailable and partial: true after the deltas it got, and the user message stays stored', async () => {
     const session = await createSession(t, 'cut');
     const reader = await stream(session.id, { content: 'Tell me everything' });
     const events = await reader.all();
@@ -189,6 +190,7 @@ describe('a model that fails in the middle of its reply', () => {
     assert.equal(failed?.data.error?.code, 'agent_unavailable');
     assert.equal(failed?.data.error?.name, 'AgentUnavailableError');
     assert.equal(typeof failed?.data.error?.message, 'string');
+    assert.equal(failed?.data.partial, true, 'the client is told to discard the partial text');
 
     const stored = await allMessages(t, session.id);
     assert.deepEqual(

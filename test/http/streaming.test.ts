@@ -246,6 +246,7 @@ describe('a streamed turn that fails', () => {
       .map((e) => e.data.delta?.text ?? '')
       .join('');
     assert.equal(failed.id, `${turnId}:${sent.length + 2}`);
+    assert.equal(failed.data.partial, false, 'no text was sent before the failure');
     assert.equal(failed.data.error?.code, 'agent_unavailable');
     assert.equal(failed.data.error?.name, 'AgentUnavailableError');
     assert.equal(typeof failed.data.error?.message, 'string');

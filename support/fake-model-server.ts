@@ -1,0 +1,138 @@
+// A fake model server on loopback that speaks both wire protocols Parley uses, streamed: OpenAI Chat
+// Completions (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`). Each request is
+// answered as the test's next behaviour says: a reply, or a failure as real servers fail (a status with their
+// error body and headers, a socket cut mid-stream, silence before the first byte).
+import assert from 'node:assert/strict';
+import Fastify, { type FastifyReply } from 'fastify';
+
+export type Behaviour =
+  | { kind: 'reply'; text: string; finish?: 'stop' | 'length' | 'content_filter' }
+  | { kind: 'status'; status: number; body: unknown; headers?: Record<string, string> }
+  /** Streams `text`, then destroys the socket without finishing. */
+  | { kind: 'cut'; text: string }
+  /** Accepts the request and sends nothing. */
+  | { kind: 'stall' };
+
+export interface FakeModelServer {
+  /** `http://127.0.0.1:<port>/v1` */
+  baseUrl: string;
+  /** Request bodies, in order, with the path they came to. */
+  requests: { path: string; body: Record<string, unknown>; headers: Record<string, unknown> }[];
+  /** What the next requests get, in order; once used up, every request gets `fallback`. */
+  queue: Behaviour[];
+  fallback: Behaviour;
+  close(): Promise<void>;
+}
+
+const data = (chunk: unknown) => `data: ${JSON.stringify(chunk)}\n\n`;
+const event = (name: string, chunk: unknown) => `event: ${name}\n${data(chunk)}`;
+
+function pieces(text: string): string[] {
+  const size = Math.max(1, Math.ceil(text.length / 3));
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+function chatStream(reply: FastifyReply, text: string, finish: string | null): void {
+  for (const content of pieces(text)) {
+    reply.raw.write(data({ id: 'c1', choices: [{ index: 0, delta: { content }, finish_reason: null }] }));
+  }
+  if (finish === null) return;
+  reply.raw.write(data({ id: 'c1', choices: [{ index: 0, delta: {}, finish_reason: finish }] }));
+  reply.raw.write(data({ id: 'c1', choices: [], usage: { prompt_tokens: 11, completion_tokens: 7 } }));
+  reply.raw.write('data: [DONE]\n\n');
+}
+
+const anthropicStop: Record<string, string> = {
+  stop: 'end_turn',
+  length: 'max_tokens',
+  content_filter: 'refusal',
+};
+
+function messagesStream(reply: FastifyReply, text: string, finish: string | null): void {
+  reply.raw.write(
+    event('message_start', {
+      type: 'message_start',
+      message: {
+        id: 'msg_1',
+        type: 'message',
+        role: 'assistant',
+        model: 'fake',
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: 11, output_tokens: 1 },
+      },
+    }),
+  );
+  reply.raw.write(
+    event('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    }),
+  );
+  for (const piece of pieces(text)) {
+    reply.raw.write(
+      event('content_block_delta', {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'text_delta', text: piece },
+      }),
+    );
+  }
+  if (finish === null) return;
+  reply.raw.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+  reply.raw.write(
+    event('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: anthropicStop[finish] ?? 'end_turn', stop_sequence: null },
+      usage: { output_tokens: 7 },
+    }),
+  );
+  reply.raw.write(event('message_stop', { type: 'message_stop' }));
+}
+
+export async function startFakeModelServer(): Promise<FakeModelServer> {
+  const app = Fastify({ forceCloseConnections: true });
+  const server: FakeModelServer = {
+    baseUrl: '',
+    requests: [],
+    queue: [],
+    fallback: { kind: 'reply', text: 'Hello there.' },
+    close: () => app.close(),
+  };
+  const answer =
+    (stream: typeof chatStream) =>
+    (request: { url: string; body: unknown; headers: Record<string, unknown> }, reply: FastifyReply) => {
+      const body = request.body;
+      assert.ok(typeof body === 'object' && body !== null);
+      server.requests.push({ path: request.url, body: { ...body }, headers: request.headers });
+      const behaviour = server.queue.shift() ?? server.fallback;
+      if (behaviour.kind === 'status') {
+        return reply
+          .code(behaviour.status)
+          .headers(behaviour.headers ?? {})
+          .send(behaviour.body);
+      }
+      reply.hijack();
+      if (behaviour.kind === 'stall') return;
+      reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      if (behaviour.kind === 'cut') {
+        stream(reply, behaviour.text, null);
+        // Let the pieces leave before the cut, as a dying upstream would.
+        setImmediate(() => reply.raw.destroy());
+        return;
+      }
+      stream(reply, behaviour.text, behaviour.finish ?? 'stop');
+      reply.raw.end();
+    };
+  app.post('/v1/chat/completions', answer(chatStream));
+  app.post('/v1/messages', answer(messagesStream));
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  assert.ok(address && typeof address === 'object');
+  server.baseUrl = `http://127.0.0.1:${address.port}/v1`;
+  return server;
+}

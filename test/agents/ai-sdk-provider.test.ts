@@ -1,0 +1,184 @@
+// The providers on the AI SDK against a fake server that speaks each wire protocol (DESIGN §13): replies
+// stream with usage and a stop reason; failures come back as ProviderErrors with the upstream status, its
+// message and Retry-After; a 429 or 5xx before the first token is retried.
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, test } from 'node:test';
+import { type RemoteProviderKind, remoteProvider } from '../../src/agents/ai-sdk-provider.ts';
+import { callModel } from '../../src/agents/call-model.ts';
+import { type ModelRequest, ProviderError } from '../../src/agents/provider.ts';
+import { AppError } from '../../src/errors.ts';
+import { type FakeModelServer, startFakeModelServer } from '../../support/fake-model-server.ts';
+
+let fake: FakeModelServer;
+before(async () => {
+  fake = await startFakeModelServer();
+});
+after(() => fake.close());
+beforeEach(() => {
+  fake.requests.length = 0;
+  fake.queue.length = 0;
+});
+
+const kinds: RemoteProviderKind[] = ['openai', 'openai-compatible', 'anthropic'];
+
+function request(deltas: string[] = []): Omit<ModelRequest, 'signal'> {
+  return {
+    model: 'fake-model',
+    system: 'Be brief.',
+    messages: [{ role: 'user', content: [{ type: 'text', text: 'Hi!' }] }],
+    onDelta: (text) => deltas.push(text),
+  };
+}
+
+async function provider(kind: RemoteProviderKind) {
+  return remoteProvider(kind, { baseUrl: fake.baseUrl, apiKey: 'test-key', settings: { maxTokens: 64 } });
+}
+
+/** The provider's failure for one call, which must fail. */
+async function failureOf(kind: RemoteProviderKind): Promise<ProviderError> {
+  const p = await provider(kind);
+  const err = await p.generate({ ...request(), signal: AbortSignal.timeout(20_000) }).then(
+    () => assert.fail('the call succeeded'),
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof ProviderError, String(err));
+  return err;
+}
+
+for (const kind of kinds) {
+  describe(`the ${kind} provider`, () => {
+    test('streams the reply as deltas and reports usage and a finished reply', async () => {
+      fake.queue.push({ kind: 'reply', text: 'Hello from the fake.' });
+      const deltas: string[] = [];
+      const reply = await (await provider(kind)).generate({
+        ...request(deltas),
+        signal: AbortSignal.timeout(20_000),
+      });
+      assert.equal(reply.text, 'Hello from the fake.');
+      assert.equal(deltas.join(''), reply.text);
+      assert.ok(deltas.length > 1, 'more than one delta');
+      assert.deepEqual(reply.usage, { input_tokens: 11, output_tokens: 7 });
+      assert.equal(reply.stop_reason, 'end');
+      const sent = fake.requests[0];
+      assert.equal(sent?.path, kind === 'anthropic' ? '/v1/messages' : '/v1/chat/completions');
+      assert.equal(sent?.body.model, 'fake-model');
+      assert.equal(sent?.body.stream, true);
+    });
+
+    test('a reply cut at the token limit says max_tokens', async () => {
+      fake.queue.push({ kind: 'reply', text: 'A long', finish: 'length' });
+      const reply = await (await provider(kind)).generate({
+        ...request(),
+        signal: AbortSignal.timeout(20_000),
+      });
+      assert.equal(reply.stop_reason, 'max_tokens');
+    });
+
+    test('a refused request carries the upstream status and its own message', async () => {
+      fake.queue.push({
+        kind: 'status',
+        status: 400,
+        body: {
+          error: {
+            code: 400,
+            message: 'the request exceeds the available context size, try increasing it',
+            type: 'exceed_context_size_error',
+          },
+        },
+      });
+      const err = await failureOf(kind);
+      assert.equal(err.status, 400);
+      assert.equal(err.upstreamMessage, 'the request exceeds the available context size, try increasing it');
+      assert.equal(fake.requests.length, 1, 'a 400 is not retried');
+    });
+
+    test('a wrong key is a 401 upstream, not retried', async () => {
+      fake.queue.push({
+        kind: 'status',
+        status: 401,
+        body: { error: { message: 'Incorrect API key provided' } },
+      });
+      const err = await failureOf(kind);
+      assert.equal(err.status, 401);
+      assert.equal(fake.requests.length, 1);
+    });
+
+    test('a 429 before the first token is retried, and after the retries carries Retry-After', async () => {
+      const limited = {
+        kind: 'status' as const,
+        status: 429,
+        body: { error: { message: 'Rate limit reached' } },
+        headers: { 'retry-after': '0' },
+      };
+      fake.queue.push(limited, { kind: 'reply', text: 'After the wait.' });
+      const reply = await (await provider(kind)).generate({
+        ...request(),
+        signal: AbortSignal.timeout(20_000),
+      });
+      assert.equal(reply.text, 'After the wait.');
+      assert.equal(fake.requests.length, 2);
+
+      fake.requests.length = 0;
+      fake.queue.push(limited, limited, limited);
+      const err = await failureOf(kind);
+      assert.equal(err.status, 429);
+      assert.equal(err.retryAfterSeconds, 0);
+      assert.equal(fake.requests.length, 3, 'the first try and two retries');
+    });
+
+    test('a 5xx after the retries carries its status', async () => {
+      const down = {
+        kind: 'status' as const,
+        status: 503,
+        body: { error: { message: 'overloaded' } },
+        headers: { 'retry-after': '0' },
+      };
+      fake.queue.push(down, down, down);
+      const err = await failureOf(kind);
+      assert.equal(err.status, 503);
+      assert.equal(err.upstreamMessage, 'overloaded');
+    });
+
+    test('a socket cut mid-stream is a failure without a status, after the deltas that came', async () => {
+      fake.queue.push({ kind: 'cut', text: 'Half a rep' });
+      const deltas: string[] = [];
+      const p = await provider(kind);
+      const err = await p.generate({ ...request(deltas), signal: AbortSignal.timeout(20_000) }).then(
+        () => assert.fail('the call succeeded'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof ProviderError, String(err));
+      assert.equal(err.status, undefined);
+    });
+
+    test('an error thrown by onDelta passes through unchanged and is not retried', async () => {
+      fake.queue.push({ kind: 'reply', text: 'Hello from the fake.' });
+      const own = new Error('the reader is gone');
+      const p = await provider(kind);
+      const err = await p
+        .generate({
+          ...request(),
+          onDelta: () => {
+            throw own;
+          },
+          signal: AbortSignal.timeout(20_000),
+        })
+        .then(
+          () => assert.fail('the call succeeded'),
+          (e: unknown) => e,
+        );
+      assert.equal(err, own);
+      assert.equal(fake.requests.length, 1);
+    });
+
+    test('silence before the first byte is the stall timeout', async () => {
+      fake.queue.push({ kind: 'stall' });
+      const err = await callModel(await provider(kind), request(), { totalMs: 20_000, stallMs: 300 }).then(
+        () => assert.fail('the call succeeded'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof AppError);
+      assert.equal(err.code, 'agent_timeout');
+    });
+  });
+}
