@@ -216,13 +216,13 @@ async function askModel(
     );
     const plan = await planWindow(system, history, agent, estimateCorrection.ratio(agent));
     // Only what is kept is turned into model messages: the files of dropped messages are never read.
-    const call = async (messages: readonly MessageRecord[]) =>
+    const call = async (messages: readonly MessageRecord[], files = deps.files) =>
       callModel(
         provider,
         {
           model: agent.model,
           system,
-          messages: await toModelMessages(store, session.tenant_id, messages, deps.files),
+          messages: await toModelMessages(store, session.tenant_id, messages, files),
           onDelta: (text) => context.observer?.delta(text),
         },
         { totalMs: agent.timeouts.total_ms, stallMs: agent.timeouts.stall_ms, signal: context.signal },
@@ -233,10 +233,17 @@ async function askModel(
       reply = await call(sent);
     } catch (err) {
       // Nothing was streamed (the provider refused the prompt), so a second call starts a clean reply.
-      if (!isContextOverflow(err) || sent.length < 2) throw err;
-      estimateCorrection.overflowed(agent);
-      sent = halveHistory(sent);
-      reply = await call(sent);
+      if (isContextOverflow(err) && sent.length >= 2) {
+        estimateCorrection.overflowed(agent);
+        sent = halveHistory(sent);
+        reply = await call(sent);
+      } else if (refusedWithFiles(err, sent)) {
+        // A model that takes no images (or no such file) would refuse every later turn of the session too,
+        // since the file stays in its history: the files go as placeholder lines instead.
+        reply = await call(sent, { ...deps.files, budgetBytes: 0 });
+      } else {
+        throw err;
+      }
     }
     learn(agent, plan, sent, reply);
     observe('ok');
@@ -247,6 +254,15 @@ async function askModel(
     metrics.turns.inc({ outcome });
     throw err;
   }
+}
+
+/** The provider refused a prompt that carries files (not for its length): they may be what it cannot take. */
+function refusedWithFiles(err: unknown, sent: readonly MessageRecord[]): boolean {
+  return (
+    err instanceof AppError &&
+    err.code === 'agent_rejected' &&
+    sent.some((m) => m.content.some((block) => block.type !== 'text'))
+  );
 }
 
 /** Corrects the agent's estimate by the input tokens the provider reported for what was sent. */
