@@ -65,6 +65,25 @@ for (const kind of kinds) {
       assert.equal(sent?.body.stream, true);
     });
 
+    test("sends the agent's temperature, top_p, stop sequences and seed as the protocol names them", async () => {
+      const p = await remoteProvider(kind, {
+        baseUrl: fake.baseUrl,
+        apiKey: 'test-key',
+        settings: { maxTokens: 64, temperature: 0.5, topP: 0.9, stop: ['END'], seed: 7 },
+      });
+      await p.generate({ ...request(), signal: AbortSignal.timeout(20_000) });
+      const body = fake.requests[0]?.body ?? {};
+      assert.equal(body.temperature, 0.5);
+      assert.equal(body.top_p, 0.9);
+      assert.equal(body.max_tokens, 64);
+      if (kind === 'anthropic') {
+        assert.deepEqual(body.stop_sequences, ['END']);
+      } else {
+        assert.deepEqual(body.stop, ['END']);
+        assert.equal(body.seed, 7);
+      }
+    });
+
     test('a reply cut at the token limit says max_tokens', async () => {
       fake.queue.push({ kind: 'reply', text: 'A long', finish: 'length' });
       const reply = await (await provider(kind)).generate({

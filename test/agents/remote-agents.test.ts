@@ -124,6 +124,31 @@ describe('upstream failures', () => {
     assert.equal(failed?.data.partial, false);
   });
 
+  const failures = [
+    { status: 400, code: 'agent_rejected' },
+    { status: 401, code: 'agent_misconfigured' },
+    { status: 404, code: 'agent_rejected' },
+    { status: 429, code: 'agent_rate_limited' },
+    { status: 500, code: 'agent_unavailable' },
+  ];
+  for (const { status, code } of failures) {
+    test(`a ${status} upstream ends a stream with turn.failed ${code}, nothing partial`, async () => {
+      const session = await createSession(t, 'local');
+      const failing = {
+        kind: 'status' as const,
+        status,
+        body: { error: { message: `upstream ${status}` } },
+        headers: { 'retry-after': '0' },
+      };
+      fake.queue.push(failing, failing, failing);
+      const events = await streamed(session.id, { content: 'Hi!' });
+      const failed = events.at(-1);
+      assert.equal(failed?.event, 'turn.failed');
+      assert.equal(failed?.data.error?.code, code);
+      assert.equal(failed?.data.partial, false);
+    });
+  }
+
   test('a 429 after the retries is 503 agent_rate_limited with the upstream Retry-After', async () => {
     const session = await createSession(t, 'local');
     const limited = {
