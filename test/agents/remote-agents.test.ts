@@ -132,7 +132,7 @@ describe('upstream failures', () => {
     { status: 500, code: 'agent_unavailable' },
   ];
   for (const { status, code } of failures) {
-    test(`a ${status} upstream ends a stream with turn.failed ${code}, nothing partial`, async () => {
+    test(`a ${status} upstream is ${code} for a plain send, and ends a stream with turn.failed ${code}, nothing partial`, async () => {
       const session = await createSession(t, 'local');
       const failing = {
         kind: 'status' as const,
@@ -140,6 +140,11 @@ describe('upstream failures', () => {
         body: { error: { message: `upstream ${status}` } },
         headers: { 'retry-after': '0' },
       };
+      fake.queue.push(failing, failing, failing);
+      const plain = await send(t, session.id, { content: 'Hi!' });
+      assert.equal(plain.json().error?.code, code, plain.body);
+      assert.equal(plain.json().error.context.upstream_status, status);
+      fake.queue.length = 0;
       fake.queue.push(failing, failing, failing);
       const events = await streamed(session.id, { content: 'Hi!' });
       const failed = events.at(-1);
