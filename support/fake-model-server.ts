@@ -11,7 +11,11 @@ export type Behaviour =
   /** Streams `text`, then destroys the socket without finishing. */
   | { kind: 'cut'; text: string }
   /** Accepts the request and sends nothing. */
-  | { kind: 'stall' };
+  | { kind: 'stall' }
+  /** Streams `text`, then ends the response cleanly without the model's finish (as a proxy might). */
+  | { kind: 'unfinished'; text: string }
+  /** Chat Completions only: `reasoning_content` pieces for `ms`, then `text` (a thinking model). */
+  | { kind: 'reasoning'; ms: number; text: string };
 
 export interface FakeModelServer {
   /** `http://127.0.0.1:<port>/v1` */
@@ -119,6 +123,30 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       reply.hijack();
       if (behaviour.kind === 'stall') return;
       reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      if (behaviour.kind === 'unfinished') {
+        stream(reply, behaviour.text, null);
+        reply.raw.end();
+        return;
+      }
+      if (behaviour.kind === 'reasoning') {
+        const until = Date.now() + behaviour.ms;
+        const think = () => {
+          if (Date.now() >= until) {
+            stream(reply, behaviour.text, 'stop');
+            reply.raw.end();
+            return;
+          }
+          reply.raw.write(
+            data({
+              id: 'c1',
+              choices: [{ index: 0, delta: { reasoning_content: 'Hmm. ' }, finish_reason: null }],
+            }),
+          );
+          setTimeout(think, 50);
+        };
+        think();
+        return;
+      }
       if (behaviour.kind === 'cut') {
         stream(reply, behaviour.text, null);
         // Let the pieces leave before the cut, as a dying upstream would.

@@ -216,6 +216,9 @@ async function askModel(
     );
     const plan = await planWindow(system, history, agent, estimateCorrection.ratio(agent));
     // Only what is kept is turned into model messages: the files of dropped messages are never read.
+    // One total time for the turn's calls: a second call (below) gets what the first left.
+    const deadline = Date.now() + agent.timeouts.total_ms;
+    let streamed = false;
     const call = async (messages: readonly MessageRecord[], files = deps.files) =>
       callModel(
         provider,
@@ -223,18 +226,27 @@ async function askModel(
           model: agent.model,
           system,
           messages: await toModelMessages(store, session.tenant_id, messages, files),
-          onDelta: (text) => context.observer?.delta(text),
+          onDelta: (text) => {
+            streamed ||= text !== '';
+            context.observer?.delta(text);
+          },
         },
-        { totalMs: agent.timeouts.total_ms, stallMs: agent.timeouts.stall_ms, signal: context.signal },
+        {
+          totalMs: Math.max(1, deadline - Date.now()),
+          stallMs: agent.timeouts.stall_ms,
+          signal: context.signal,
+        },
       );
     let sent = plan.messages;
     let reply: ModelReply;
     try {
       reply = await call(sent);
     } catch (err) {
-      // Nothing was streamed (the provider refused the prompt), so a second call starts a clean reply.
+      // Only when nothing was streamed (the provider refused the prompt) may a second call start a clean reply.
+      if (streamed) throw err;
       if (isContextOverflow(err) && sent.length >= 2) {
-        estimateCorrection.overflowed(agent);
+        // Files are counted by a fixed guess: an overflow they caused says nothing of how text is counted.
+        if (!hasFiles(sent)) estimateCorrection.overflowed(agent);
         sent = halveHistory(sent);
         reply = await call(sent);
       } else if (refusedWithFiles(err, sent)) {
@@ -258,12 +270,11 @@ async function askModel(
 
 /** The provider refused a prompt that carries files (not for its length): they may be what it cannot take. */
 function refusedWithFiles(err: unknown, sent: readonly MessageRecord[]): boolean {
-  return (
-    err instanceof AppError &&
-    err.code === 'agent_rejected' &&
-    sent.some((m) => m.content.some((block) => block.type !== 'text'))
-  );
+  return err instanceof AppError && err.code === 'agent_rejected' && hasFiles(sent);
 }
+
+const hasFiles = (messages: readonly MessageRecord[]) =>
+  messages.some((m) => m.content.some((block) => block.type !== 'text'));
 
 /** Corrects the agent's estimate by the input tokens the provider reported for what was sent. */
 function learn(
@@ -274,7 +285,7 @@ function learn(
 ): void {
   if (plan.systemTokens === null || plan.tokens === null) return;
   // Files are counted by a fixed guess: a prompt with files says little about how text is counted.
-  if (sent.some((m) => m.content.some((b) => b.type !== 'text'))) return;
+  if (hasFiles(sent)) return;
   const estimate = promptTokens(plan.systemTokens, plan.tokens.slice(-sent.length));
   // Over the budget, a count stopped early: a lower bound, which would overstate the ratio.
   if (estimate > plan.budget) return;

@@ -49,6 +49,9 @@ export interface AiSdkProviderOptions {
 // Inlined as text because most compatible servers (vLLM, Ollama, llama.cpp) reject `file` parts.
 const INLINE_MIMES = new Set(['text/plain', 'text/markdown', 'text/csv', 'application/json']);
 const UPSTREAM_MESSAGE_CAP = 500;
+/** How servers refuse an input their model cannot take (llama.cpp answers 500 with the first). */
+const UNSUPPORTED_INPUT =
+  /(image|audio|file|document|pdf)s? input is not supported|does not support (image|audio|file|document|pdf)|only 'text' content type is supported/i;
 /** The SDK's errors for an input its provider cannot take (an unsupported file type, say), raised before any request. */
 const REFUSED_INPUT = new Set([
   'AI_UnsupportedFunctionalityError',
@@ -114,6 +117,8 @@ export class AiSdkProvider implements Provider {
     let own: { error: unknown } | undefined;
     try {
       for await (const part of result.fullStream) {
+        // Any part is a sign of life (reasoning, tool input): the stall timer counts silence, not text.
+        request.onActivity?.();
         if (part.type === 'text-delta') {
           text += part.text;
           try {
@@ -127,6 +132,10 @@ export class AiSdkProvider implements Provider {
         } else if (part.type === 'abort') {
           throw request.signal.reason ?? new Error('aborted');
         } else if (part.type === 'finish') {
+          // Ended without the model's finish (a proxy closed the response): the text may be cut anywhere.
+          if (part.finishReason === 'error' || (part.finishReason as string) === 'interrupted') {
+            throw new ProviderError(`${this.name}: the stream ended without the model finishing`);
+          }
           return {
             text,
             usage: {
@@ -139,7 +148,7 @@ export class AiSdkProvider implements Provider {
       }
     } catch (err) {
       if (own && err === own.error) throw err;
-      throw failure(err, request.signal, this.name);
+      throw failure(err, request.signal, this.name, text !== '');
     }
     throw new ProviderError(`${this.name}: the stream ended without finishing`);
   }
@@ -184,15 +193,20 @@ function stopReasonOf(finishReason: string): ModelStopReason {
  * An SDK failure as a ProviderError: the last attempt's status, the server's own message (capped) and its
  * Retry-After. Aborts pass through untouched: callModel tells a timeout from a broken model by them.
  */
-function failure(err: unknown, signal: AbortSignal, provider: string): unknown {
+function failure(err: unknown, signal: AbortSignal, provider: string, streamed: boolean): unknown {
   if (signal.aborted || err instanceof ProviderError) return err;
   const last = RetryError.isInstance(err) ? err.lastError : err;
-  if (APICallError.isInstance(last)) {
-    const upstream = upstreamMessage(last.responseBody) ?? last.message;
-    const retryAfter = retryAfterSeconds(last.responseHeaders);
+  const statusCode = (last as { statusCode?: unknown } | null)?.statusCode;
+  if (APICallError.isInstance(last) || (AISDKError.isInstance(last) && typeof statusCode === 'number')) {
+    const call = APICallError.isInstance(last) ? last : undefined;
+    const upstream = upstreamMessage(call?.responseBody) ?? last.message;
+    const retryAfter = retryAfterSeconds(call?.responseHeaders);
+    // A model that cannot take an input says so in many ways, llama.cpp's even with a 500: a refusal.
+    const refused = UNSUPPORTED_INPUT.test(upstream);
+    const status = typeof statusCode === 'number' && statusCode >= 300 ? statusCode : undefined;
     return new ProviderError(`${provider}: ${upstream}`, {
-      // A stream that broke after its 200 has no failing status: the connection failed.
-      ...(last.statusCode !== undefined && last.statusCode >= 300 ? { status: last.statusCode } : {}),
+      // A stream that broke after its 200, or after text, has no failing status: the connection failed.
+      ...(refused ? { status: 400 } : status !== undefined && !streamed ? { status } : {}),
       upstreamMessage: upstream.slice(0, UPSTREAM_MESSAGE_CAP),
       ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }),
       cause: err,

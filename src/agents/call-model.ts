@@ -14,7 +14,7 @@ export interface CallLimits {
 
 export async function callModel(
   provider: Provider,
-  request: Omit<ModelRequest, 'signal' | 'onRetry' | 'deadline'>,
+  request: Omit<ModelRequest, 'signal' | 'onRetry' | 'onActivity' | 'deadline'>,
   limits: CallLimits,
 ): Promise<ModelReply> {
   const controller = new AbortController();
@@ -37,6 +37,10 @@ export async function callModel(
         request.onDelta(text);
       },
       deadline: Date.now() + limits.totalMs,
+      onActivity: () => {
+        clearTimeout(stall);
+        stall = setTimeout(expire('stall'), limits.stallMs);
+      },
       onRetry: (delayMs) => {
         clearTimeout(stall);
         stall = setTimeout(expire('stall'), limits.stallMs + delayMs);

@@ -40,8 +40,8 @@ const agentFields = z.strictObject({
     .optional(),
   temperature: z.number().min(0).max(2).optional(),
   top_p: z.number().min(0).max(1).optional(),
-  /** Sequences that end the reply where they appear. */
-  stop: z.array(z.string().min(1).max(200)).min(1).max(8).optional(),
+  /** Sequences that end the reply where they appear (4 at most: OpenAI's limit). */
+  stop: z.array(z.string().min(1).max(200)).min(1).max(4).optional(),
   seed: z.number().int().optional(),
   /** Passed through to the provider as the AI SDK's providerOptions: `{ openai: {...} }`, `{ anthropic: {...} }`. */
   provider_options: z.record(z.string(), z.record(z.string(), z.json())).optional(),

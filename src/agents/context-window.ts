@@ -96,7 +96,7 @@ export function isContextOverflow(err: unknown): boolean {
 }
 
 const OVERFLOW_MESSAGES =
-  /exceeds the available context size|maximum context length|context_length_exceeded|prompt is too long/i;
+  /exceeds the available context size|maximum context length|context_length_exceeded|prompt is too long|exceed context limit/i;
 
 /**
  * The per-agent correction of the estimate: reported input tokens over estimated ones, as providers report

@@ -31,6 +31,8 @@ export interface ModelRequest {
    * silence of the model, so callModel's stall timer makes room for it. Set by callModel.
    */
   onRetry?: (delayMs: number) => void;
+  /** Any sign of life from the provider (reasoning, tool input, text): the stall timer counts silence. */
+  onActivity?: () => void;
   /** When the call's total time is up (epoch ms): a retry that could not start before it is not made. */
   deadline?: number;
 }

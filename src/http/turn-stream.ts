@@ -122,7 +122,16 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         flushHeld();
         sse.send('turn.failed', `${turnId}:${offset + 2}`, {
           turn_id: turnId,
-          error: { code: error.code, name: error.errorName, message: error.message },
+          // What a plain send's envelope carries, so that a streamed client can act alike.
+          error: {
+            code: error.code,
+            name: error.errorName,
+            message: error.message,
+            ...(error.context ? { context: error.context } : {}),
+            ...(error.headers?.['retry-after']
+              ? { retry_after_seconds: Number(error.headers['retry-after']) }
+              : {}),
+          },
           partial,
         });
         sse.close();

@@ -72,7 +72,10 @@ const object = (r: Row, column: string): JsonObject => {
 const roles: readonly MessageRecord['role'][] = ['user', 'assistant'];
 
 function stopReason(r: Row): StopReason | null {
-  return r.stop_reason === null || r.stop_reason === undefined ? null : oneOf(r, 'stop_reason', STOP_REASONS);
+  const value = r.stop_reason;
+  if (value === null || value === undefined) return null;
+  // A reason written by a newer version (the column is unchecked) reads as a finished reply, not a failure.
+  return STOP_REASONS.find((known) => known === value) ?? 'end';
 }
 
 function usage(r: Row): MessageUsage | null {

@@ -190,6 +190,36 @@ for (const kind of kinds) {
       assert.equal(fake.requests.length, 1);
     });
 
+    test('a stream that ends without the model finishing is a failure, not a complete reply', async () => {
+      fake.queue.push({ kind: 'unfinished', text: 'Hello ' }, { kind: 'unfinished', text: 'Hello ' });
+      const deltas: string[] = [];
+      const p = await provider(kind);
+      const err = await p.generate({ ...request(deltas), signal: AbortSignal.timeout(20_000) }).then(
+        () => assert.fail('the call succeeded'),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof ProviderError, String(err));
+      assert.equal(err.status, undefined);
+    });
+
+    test("a server that refuses an image with a 500 (llama.cpp's words) is a refusal, not retried", async () => {
+      fake.queue.push({
+        kind: 'status',
+        status: 500,
+        body: {
+          error: {
+            code: 500,
+            message:
+              'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
+            type: 'server_error',
+          },
+        },
+      });
+      const err = await failureOf(kind);
+      assert.equal(err.status, 400);
+      assert.equal(fake.requests.length, 1);
+    });
+
     test('silence before the first byte is the stall timeout', async () => {
       fake.queue.push({ kind: 'stall' });
       const err = await callModel(await provider(kind), request(), { totalMs: 20_000, stallMs: 300 }).then(
@@ -201,3 +231,12 @@ for (const kind of kinds) {
     });
   });
 }
+
+test('a thinking model that sends only reasoning for longer than stall_ms is not stalled', async () => {
+  fake.queue.push({ kind: 'reasoning', ms: 600, text: 'Thought it through.' });
+  const reply = await callModel(await provider('openai-compatible'), request(), {
+    totalMs: 20_000,
+    stallMs: 300,
+  });
+  assert.equal(reply.text, 'Thought it through.');
+});

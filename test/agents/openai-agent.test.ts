@@ -45,12 +45,13 @@ function openStream(reply: FastifyReply) {
   return reply.raw;
 }
 
-/** Streams `pieces` as deltas, then `[DONE]`. */
+/** Streams `pieces` as deltas, then the finish chunk every real server sends, then `[DONE]`. */
 const streams =
   (...pieces: string[]): Behaviour =>
   (_request, reply) => {
     const raw = openStream(reply);
     for (const piece of pieces) raw.write(sse(delta(piece)));
+    raw.write(sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
     raw.write('data: [DONE]\n\n');
     raw.end();
   };

@@ -81,10 +81,18 @@ describe('a model that refuses images', () => {
   test('is asked again with the files as placeholder lines, so this and later turns of the session get replies', async () => {
     const session = await createSession(t, 'local');
     const image = await upload(t, tinyPng, 'dot.png', 'image/png');
+    // llama.cpp's server, word for word: a 500 for an image its model cannot take.
     const refused = {
       kind: 'status' as const,
-      status: 400,
-      body: { error: { message: 'image input is not supported by this model' } },
+      status: 500,
+      body: {
+        error: {
+          code: 500,
+          message:
+            'image input is not supported - hint: if this is unexpected, you may need to provide the mmproj',
+          type: 'server_error',
+        },
+      },
     };
     fake.queue.push(refused, { kind: 'reply', text: 'I cannot see images, but hello.' });
     const first = await send(t, session.id, {
@@ -150,7 +158,9 @@ describe('upstream failures', () => {
       const failed = events.at(-1);
       assert.equal(failed?.event, 'turn.failed');
       assert.equal(failed?.data.error?.code, code);
+      assert.equal(failed?.data.error?.context?.upstream_status, status);
       assert.equal(failed?.data.partial, false);
+      if (status === 429) assert.equal(failed?.data.error?.retry_after_seconds, 1);
     });
   }
 

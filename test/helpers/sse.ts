@@ -13,7 +13,13 @@ export interface EventData {
   message?: Message;
   conversation_status?: string;
   usage?: { input_tokens: number; output_tokens: number } | null;
-  error?: { code: string; name: string; message: string };
+  error?: {
+    code: string;
+    name: string;
+    message: string;
+    context?: Record<string, unknown>;
+    retry_after_seconds?: number;
+  };
   /** turn.failed: whether deltas were sent before the failure. */
   partial?: boolean;
 }

@@ -22,7 +22,8 @@ import { type SseEvent, StreamReader } from '../helpers/sse.ts';
 
 const chunk = (content: string) =>
   `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`;
-const DONE = 'data: [DONE]\n\n';
+/** The finish chunk every real server sends, then `[DONE]`. */
+const DONE = `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\ndata: [DONE]\n\n`;
 
 /**
  * The 1 KiB pieces the `flood` model sends, each numbered so that order and loss are visible. 16 MiB: on
