@@ -252,7 +252,7 @@ async function askModel(
       } else if (refusedWithFiles(err, sent)) {
         // A model that takes no images (or no such file) would refuse every later turn of the session too,
         // since the file stays in its history: the files go as placeholder lines instead.
-        reply = await call(sent, { ...deps.files, budgetBytes: 0 });
+        reply = await call(sent, { ...deps.files, withheld: 'is not sent: this model refused it' });
       } else {
         throw err;
       }

@@ -11,6 +11,8 @@ import type { ModelMessage, ModelPart } from './provider.ts';
 export interface TurnFiles {
   cache: FileCache;
   budgetBytes: number;
+  /** Set when no file is to be sent at all (the model refused them): why, in each file's placeholder line. */
+  withheld?: string;
 }
 
 type Kind = 'image' | 'file';
@@ -21,8 +23,10 @@ export async function toModelMessages(
   messages: readonly MessageRecord[],
   files: TurnFiles,
 ): Promise<ModelMessage[]> {
-  const loaded = await loadFiles(store, tenantId, newestFirst(messages), files);
+  const loaded =
+    files.withheld === undefined ? await loadFiles(store, tenantId, newestFirst(messages), files) : null;
   const filePart = (fileId: string, kind: Kind): ModelPart => {
+    if (!loaded) return { type: 'text', text: `[${kind} ${fileId} ${files.withheld}]` };
     const found = loaded.get(fileId);
     if (found === undefined) return { type: 'text', text: `[${kind} ${fileId} is no longer available]` };
     if (found === 'over budget') {

@@ -105,7 +105,7 @@ describe('a model that refuses images', () => {
     const [withImage, withoutImage] = fake.requests.map((r) => JSON.stringify(r.body));
     assert.match(withImage ?? '', /image_url/);
     assert.doesNotMatch(withoutImage ?? '', /image_url/);
-    assert.match(withoutImage ?? '', new RegExp(`image ${image}`));
+    assert.match(withoutImage ?? '', new RegExp(`\\[image ${image} is not sent: this model refused it\\]`));
 
     fake.queue.push(refused, { kind: 'reply', text: 'Still here.' });
     const second = await send(t, session.id, { content: 'And now?' });
