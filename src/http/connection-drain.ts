@@ -16,23 +16,27 @@ const POLL_MS = 50;
 export class ConnectionDrain {
   readonly #server: Server;
   readonly #o: ConnectionDrainOptions;
-  /** Every open connection, with the answers in progress on it. */
-  readonly #connections = new Map<Socket, Set<ServerResponse>>();
+  /**
+   * Every open connection, with its latest answer (HTTP/1.1 answers one request at a time on a connection).
+   * Only a map entry per request: no listener, so that a request costs next to nothing until a stop.
+   */
+  readonly #connections = new Map<Socket, ServerResponse | null>();
+  readonly #ended = new WeakSet<Socket>();
   #draining = false;
-  #closing = false;
   #closed: Promise<void> | undefined;
 
   constructor(server: Server, options: ConnectionDrainOptions) {
     this.#server = server;
     this.#o = options;
     server.on('connection', (socket: Socket) => {
-      this.#connections.set(socket, new Set());
+      this.#connections.set(socket, null);
       socket.once('close', () => this.#connections.delete(socket));
     });
     // First of the listeners, so that a header set here is there before any route answers.
-    server.prependListener('request', (request: IncomingMessage, response: ServerResponse) =>
-      this.#track(request, response),
-    );
+    server.prependListener('request', (request: IncomingMessage, response: ServerResponse) => {
+      this.#connections.set(request.socket, response);
+      if (this.#draining) response.setHeader('connection', 'close');
+    });
   }
 
   /**
@@ -42,8 +46,8 @@ export class ConnectionDrain {
   drain(): void {
     if (this.#draining) return;
     this.#draining = true;
-    for (const answers of this.#connections.values()) {
-      for (const response of answers) if (!response.headersSent) response.setHeader('connection', 'close');
+    for (const response of this.#connections.values()) {
+      if (response && !response.headersSent) response.setHeader('connection', 'close');
     }
   }
 
@@ -59,26 +63,26 @@ export class ConnectionDrain {
     return this.#closed;
   }
 
-  #track(request: IncomingMessage, response: ServerResponse): void {
-    const answers = this.#connections.get(request.socket);
-    if (!answers) return;
-    if (this.#draining) response.setHeader('connection', 'close');
-    answers.add(response);
-    response.once('close', () => {
-      answers.delete(response);
-      if (this.#closing && answers.size === 0) end(request.socket);
-    });
-  }
-
   async #close(deadline: number): Promise<void> {
     // Fastify closes the listener right after the preClose hooks that call this: start from there.
     while (this.#server.listening) await sleep(1);
-    this.#closing = true;
-    for (const [socket, answers] of this.#connections) if (answers.size === 0) end(socket);
-    while (this.#connections.size > 0 && Date.now() < deadline && this.#producing()) await sleep(POLL_MS);
+    this.#endIdle();
+    while (this.#connections.size > 0 && Date.now() < deadline && this.#producing()) {
+      await sleep(POLL_MS);
+      this.#endIdle();
+    }
     const flushed = Date.now() + this.#o.flushMs;
     while (this.#connections.size > 0 && Date.now() < flushed) await sleep(POLL_MS);
     for (const socket of this.#connections.keys()) socket.destroy();
+  }
+
+  /** Ends each connection whose answer is done, or that never had one (idle, never used, half-sent headers). */
+  #endIdle(): void {
+    for (const [socket, response] of this.#connections) {
+      if (this.#ended.has(socket) || (response && !response.writableEnded)) continue;
+      this.#ended.add(socket);
+      end(socket);
+    }
   }
 
   /**
@@ -87,11 +91,9 @@ export class ConnectionDrain {
    * is not waited for: its client learns from the cut that it was not served.
    */
   #producing(): boolean {
-    for (const answers of this.#connections.values()) {
-      for (const response of answers) {
-        if (response.writableEnded) continue;
-        if (response.headersSent || response.req.complete) return true;
-      }
+    for (const response of this.#connections.values()) {
+      if (!response || response.writableEnded) continue;
+      if (response.headersSent || response.req.complete) return true;
     }
     return false;
   }
