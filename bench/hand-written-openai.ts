@@ -100,6 +100,8 @@ export class OpenAiProvider implements Provider {
 }
 
 function toMessage(message: ModelMessage): { role: string; content: string | ContentPart[] } {
+  // The baseline of a plain chat call: tool steps are the AI SDK's to send.
+  if (message.role === 'tool') throw new Error('The hand-written client sends no tool results');
   const { role, content } = message;
   if (role === 'assistant' || content.every((part) => part.type === 'text')) {
     const texts = content.flatMap((part) => (part.type === 'text' ? [part.text] : []));
@@ -163,7 +165,7 @@ async function readStream(body: Dispatcher.ResponseData['body'], request: ModelR
     if (done) break;
   }
   if (!done && !finished) throw new ProviderError('stream ended early');
-  return { text, usage, stop_reason: stopReason };
+  return { text, usage, stop_reason: stopReason, tool_calls: [] };
 }
 
 /** Chat Completions' `finish_reason`: `stop`, `tool_calls` and whatever a server invents are a finished reply. */

@@ -4,7 +4,7 @@
 // loads what it runs. src/server.ts only starts and stops what this builds.
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import { createActorMetrics } from './actors/actor-metrics.ts';
@@ -34,6 +34,8 @@ import { requireDeclaredSessions } from './http/route-config.ts';
 import { nulIssues, validatorCompiler } from './http/validation.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
+import { AgentTools, type ToolSource } from './tools/agent-tools.ts';
+import { httpTool } from './tools/http-tool.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -90,6 +92,42 @@ async function providerFor(
       ...(agent.provider_options !== undefined ? { providerOptions: agent.provider_options } : {}),
     },
   });
+}
+
+/**
+ * Each agent's tools: its HTTP tools, and its MCP servers connected (loaded only when an agent has one). A
+ * secret or header variable that is not set stops the start; an MCP server that is down does not.
+ */
+async function toolsFor(
+  catalogue: Catalogue,
+  config: Config,
+  log: FastifyBaseLogger,
+): Promise<Map<string, AgentTools>> {
+  const tools = new Map<string, AgentTools>();
+  for (const agent of catalogue.values()) {
+    if (agent.tools.length === 0 && agent.mcp_servers.length === 0) continue;
+    const http = agent.tools.map((tool) => {
+      const secret = tool.secret_env === undefined ? undefined : config.toolEnv[tool.secret_env];
+      if (tool.secret_env !== undefined && !secret) {
+        throw new ConfigError(
+          `Invalid configuration: agent ${agent.id}, tool ${tool.name} names ${tool.secret_env}, which is not set.`,
+        );
+      }
+      return httpTool(tool, secret === undefined ? {} : { secret });
+    });
+    let servers: ToolSource[] = [];
+    if (agent.mcp_servers.length > 0) {
+      const { connectMcpServers } = await import('./tools/mcp-tools.ts');
+      try {
+        servers = await connectMcpServers(agent.mcp_servers, { env: config.toolEnv, log });
+      } catch (err) {
+        await Promise.all([...tools.values()].map((t) => t.close()));
+        throw new ConfigError(`Invalid configuration: agent ${agent.id}: ${(err as Error).message}`);
+      }
+    }
+    tools.set(agent.id, new AgentTools(http, servers));
+  }
+  return tools;
 }
 
 /** Cluster mode: a coordinator on Redis leases, forwarding to each shard's owner, shared rate-limit counters. */
@@ -205,6 +243,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         redis: undefined,
       };
   const metrics = createActorMetrics(app.metrics);
+  const tools = await toolsFor(catalogue, config, app.log);
   const resident = new ResidentBytes({
     maxBytes: config.actors.maxResidentBytes,
     onChange: (bytes, limit) => {
@@ -225,6 +264,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         budgetBytes: config.turnFiles.budgetBytes,
       },
       maxHistoryChars: config.turnHistoryChars,
+      tools,
+      log: app.log,
     }),
     metrics,
     maxResident: config.actors.maxResident,
@@ -282,6 +323,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await coordinator.stop();
     redis?.disconnect();
     for (const provider of providers.values()) await provider.close?.();
+    await Promise.all([...tools.values()].map((t) => t.close()));
     if (!deps.store) await store.close();
   });
   return app;

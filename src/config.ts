@@ -128,8 +128,15 @@ export interface Config {
   readonly openai: { readonly apiKey: string | undefined; readonly baseUrl: string | undefined };
   /** Variables named `*_API_KEY` (but the bootstrap key), for agents that name theirs with `api_key_env`. */
   readonly providerKeys: Readonly<Record<string, string>>;
+  /**
+   * Variables an agent's tools may name (`secret_env`, `headers_env`): every set one but Parley's own
+   * (`PARLEY_*`, DATABASE_URL, REDIS_URL), so that an agents file cannot send those to a tool.
+   */
+  readonly toolEnv: Readonly<Record<string, string>>;
   readonly logLevel: string;
 }
+
+const OWN_URLS = new Set(['DATABASE_URL', 'REDIS_URL']);
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -189,6 +196,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       Object.entries(env).filter(
         (entry): entry is [string, string] =>
           entry[0].endsWith('_API_KEY') && entry[0] !== 'PARLEY_BOOTSTRAP_API_KEY' && !!entry[1],
+      ),
+    ),
+    toolEnv: Object.fromEntries(
+      Object.entries(env).filter(
+        (entry): entry is [string, string] =>
+          !entry[0].startsWith('PARLEY_') && !OWN_URLS.has(entry[0]) && !!entry[1],
       ),
     ),
     logLevel: e.LOG_LEVEL,

@@ -1,7 +1,8 @@
 // A fake model server on loopback that speaks both wire protocols Parley uses, streamed: OpenAI Chat
 // Completions (`POST /v1/chat/completions`) and Anthropic Messages (`POST /v1/messages`). Each request is
 // answered as the test's next behaviour says: a reply, or a failure as real servers fail (a status with their
-// error body and headers, a socket cut mid-stream, silence before the first byte).
+// error body and headers, a socket cut mid-stream, silence before the first byte), or tool calls in each
+// protocol's streamed form.
 import assert from 'node:assert/strict';
 import Fastify, { type FastifyReply } from 'fastify';
 
@@ -15,7 +16,14 @@ export type Behaviour =
   /** Streams `text`, then ends the response cleanly without the model's finish (as a proxy might). */
   | { kind: 'unfinished'; text: string }
   /** Chat Completions only: `reasoning_content` pieces for `ms`, then `text` (a thinking model). */
-  | { kind: 'reasoning'; ms: number; text: string };
+  | { kind: 'reasoning'; ms: number; text: string }
+  /** `text` if any, then one step's tool calls, in order, their inputs streamed as JSON in pieces. */
+  | { kind: 'tools'; calls: ToolCallBehaviour[]; text?: string };
+
+export interface ToolCallBehaviour {
+  name: string;
+  input: unknown;
+}
 
 export interface FakeModelServer {
   /** `http://127.0.0.1:<port>/v1` */
@@ -48,13 +56,36 @@ function chatStream(reply: FastifyReply, text: string, finish: string | null): v
   reply.raw.write('data: [DONE]\n\n');
 }
 
+/** Chat Completions' tool calls: each opens with its index, id and name; its arguments follow in pieces. */
+function chatToolsStream(reply: FastifyReply, calls: ToolCallBehaviour[], text: string): void {
+  const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+    data({ id: 'c1', choices: [{ index: 0, delta, finish_reason: finish }] });
+  reply.raw.write(chunk({ role: 'assistant', content: null }));
+  for (const content of pieces(text)) reply.raw.write(chunk({ content }));
+  calls.forEach((call, index) => {
+    reply.raw.write(
+      chunk({
+        tool_calls: [
+          { index, id: `call_wire${index}`, type: 'function', function: { name: call.name, arguments: '' } },
+        ],
+      }),
+    );
+    for (const args of pieces(JSON.stringify(call.input))) {
+      reply.raw.write(chunk({ tool_calls: [{ index, function: { arguments: args } }] }));
+    }
+  });
+  reply.raw.write(chunk({}, 'tool_calls'));
+  reply.raw.write(data({ id: 'c1', choices: [], usage: { prompt_tokens: 11, completion_tokens: 7 } }));
+  reply.raw.write('data: [DONE]\n\n');
+}
+
 const anthropicStop: Record<string, string> = {
   stop: 'end_turn',
   length: 'max_tokens',
   content_filter: 'refusal',
 };
 
-function messagesStream(reply: FastifyReply, text: string, finish: string | null): void {
+function messageStart(reply: FastifyReply): void {
   reply.raw.write(
     event('message_start', {
       type: 'message_start',
@@ -70,6 +101,10 @@ function messagesStream(reply: FastifyReply, text: string, finish: string | null
       },
     }),
   );
+}
+
+function messagesStream(reply: FastifyReply, text: string, finish: string | null): void {
+  messageStart(reply);
   reply.raw.write(
     event('content_block_start', {
       type: 'content_block_start',
@@ -98,6 +133,60 @@ function messagesStream(reply: FastifyReply, text: string, finish: string | null
   reply.raw.write(event('message_stop', { type: 'message_stop' }));
 }
 
+/** Anthropic's tool calls: a `tool_use` block each, its input in `input_json_delta` pieces, then stop. */
+function messagesToolsStream(reply: FastifyReply, calls: ToolCallBehaviour[], text: string): void {
+  messageStart(reply);
+  const offset = text === '' ? 0 : 1;
+  if (text !== '') {
+    reply.raw.write(
+      event('content_block_start', {
+        type: 'content_block_start',
+        index: 0,
+        content_block: { type: 'text', text: '' },
+      }),
+    );
+    for (const piece of pieces(text)) {
+      reply.raw.write(
+        event('content_block_delta', {
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'text_delta', text: piece },
+        }),
+      );
+    }
+    reply.raw.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+  }
+  calls.forEach((call, i) => {
+    const index = i + offset;
+    reply.raw.write(
+      event('content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: `toolu_wire${i}`, name: call.name, input: {} },
+      }),
+    );
+    // Anthropic's first input delta is empty, as in its captures.
+    for (const partial_json of ['', ...pieces(JSON.stringify(call.input))]) {
+      reply.raw.write(
+        event('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json },
+        }),
+      );
+    }
+    reply.raw.write(event('content_block_stop', { type: 'content_block_stop', index }));
+  });
+  reply.raw.write(
+    event('message_delta', {
+      type: 'message_delta',
+      delta: { stop_reason: 'tool_use', stop_sequence: null },
+      usage: { output_tokens: 7 },
+    }),
+  );
+  reply.raw.write(event('message_stop', { type: 'message_stop' }));
+}
+
 export async function startFakeModelServer(): Promise<FakeModelServer> {
   const app = Fastify({ forceCloseConnections: true });
   const server: FakeModelServer = {
@@ -108,7 +197,7 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
     close: () => app.close(),
   };
   const answer =
-    (stream: typeof chatStream) =>
+    (stream: typeof chatStream, toolsStream: typeof chatToolsStream) =>
     (request: { url: string; body: unknown; headers: Record<string, unknown> }, reply: FastifyReply) => {
       const body = request.body;
       assert.ok(typeof body === 'object' && body !== null);
@@ -147,6 +236,11 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
         think();
         return;
       }
+      if (behaviour.kind === 'tools') {
+        toolsStream(reply, behaviour.calls, behaviour.text ?? '');
+        reply.raw.end();
+        return;
+      }
       if (behaviour.kind === 'cut') {
         stream(reply, behaviour.text, null);
         // Let the pieces leave before the cut, as a dying upstream would.
@@ -156,8 +250,8 @@ export async function startFakeModelServer(): Promise<FakeModelServer> {
       stream(reply, behaviour.text, behaviour.finish ?? 'stop');
       reply.raw.end();
     };
-  app.post('/v1/chat/completions', answer(chatStream));
-  app.post('/v1/messages', answer(messagesStream));
+  app.post('/v1/chat/completions', answer(chatStream, chatToolsStream));
+  app.post('/v1/messages', answer(messagesStream, messagesToolsStream));
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   assert.ok(address && typeof address === 'object');

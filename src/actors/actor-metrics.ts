@@ -51,6 +51,19 @@ export function createActorMetrics(registry: Registry) {
       buckets: latencyBuckets,
       registers: [registry],
     }),
+    toolCalls: new Counter({
+      name: 'parley_tool_calls_total',
+      help: 'Tool calls, by tool (unknown for a name the agent does not have) and outcome (ok, error)',
+      labelNames: ['tool', 'outcome'] as const,
+      registers: [registry],
+    }),
+    toolDuration: new Histogram({
+      name: 'parley_tool_duration_seconds',
+      help: 'Tool call latency, by tool',
+      labelNames: ['tool'] as const,
+      buckets: latencyBuckets,
+      registers: [registry],
+    }),
   };
 }
 

@@ -1,12 +1,14 @@
 // What an operation is given to do its work: the session's resident entry, the fenced commit of its lasting
 // changes, the caller's observer (streamed turns) and the shutdown signal. Operations see the host only
 // through this, and the host sees an operation only as a function of it (operations.ts).
+import type { FastifyBaseLogger } from 'fastify';
 import type { Catalogue } from '../agents/catalogue.ts';
 import type { TurnFiles } from '../agents/model-messages.ts';
 import type { Provider } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
 import type { SessionEvent } from '../machines/session.ts';
 import type { MessageRecord, SessionWrite, SessionWriteResult, Store } from '../store/store.ts';
+import type { AgentTools } from '../tools/agent-tools.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import type { KeyLookup } from './idempotency.ts';
 import type { SessionEntry } from './resident-actors.ts';
@@ -34,6 +36,10 @@ export interface TurnObserver {
   started(turnId: string, message: MessageRecord, replyId: string | null): void;
   /** A piece of the reply's text, as the model writes it. */
   delta(text: string): void;
+  /** A tool call is committed and about to run (or, resumed, ran before). */
+  toolStarted?(call: { call_id: string; name: string; input: unknown }): void;
+  /** A tool call's result is committed. */
+  toolCompleted?(call: { call_id: string; name: string; status: 'ok' | 'error'; output: unknown }): void;
 }
 
 export interface OperationContext {
@@ -56,6 +62,10 @@ export interface OperationDeps {
   files: TurnFiles;
   /** How many characters of history (content as stored) one turn reads at most, the newest message always. */
   maxHistoryChars: number;
+  /** Each agent's tools; an agent without any has no entry. */
+  tools: ReadonlyMap<string, AgentTools>;
+  /** One line per tool call. */
+  log: Pick<FastifyBaseLogger, 'info' | 'warn'>;
 }
 
 export function agentOf(deps: OperationDeps, agentId: string) {

@@ -1,7 +1,14 @@
 // A stored message as the API shows it: what a turn answers, what a replay repeats and what the message
 // routes list; the public family shows it without its metadata. What the model did (`stop_reason`, `usage`)
 // is shown to both families: it is about the reply, not the integrator's own data.
-import type { ContentBlock, JsonObject, MessageRecord, MessageUsage, StopReason } from '../store/store.ts';
+import type {
+  ContentBlock,
+  JsonObject,
+  MessageRecord,
+  MessageUsage,
+  StopReason,
+  ToolCallSummary,
+} from '../store/store.ts';
 
 export interface PublicMessage {
   id: string;
@@ -12,6 +19,8 @@ export interface PublicMessage {
   /** Null on messages no model produced: the user's, authored and inactivity messages. */
   stop_reason: StopReason | null;
   usage: MessageUsage | null;
+  /** The turn's tool calls (DESIGN §13); null on messages no model produced. */
+  tool_calls: ToolCallSummary[] | null;
 }
 
 export const publicMessage = (m: MessageRecord): PublicMessage => ({
@@ -22,26 +31,20 @@ export const publicMessage = (m: MessageRecord): PublicMessage => ({
   metadata: m.metadata,
   stop_reason: m.stop_reason,
   usage: m.usage,
+  tool_calls: m.tool_calls,
 });
 
-/** A message as the public family shows it: without metadata, which is the integrator's (DESIGN.md §3). */
-export type ConversationMessage = Omit<PublicMessage, 'metadata'>;
+/**
+ * A message as the public family shows it: without metadata, which is the integrator's (DESIGN.md §3), and
+ * without its tool calls unless the agent exposes them (`expose_tools`).
+ */
+export type ConversationMessage = Omit<PublicMessage, 'metadata' | 'tool_calls'> &
+  Partial<Pick<PublicMessage, 'tool_calls'>>;
 
-export const conversationMessage = ({
-  id,
-  role,
-  content,
-  created_at,
-  stop_reason,
-  usage,
-}: PublicMessage): ConversationMessage => ({
-  id,
-  role,
-  content,
-  created_at,
-  stop_reason,
-  usage,
-});
+export const conversationMessage = (
+  { metadata: _metadata, tool_calls, ...shown }: PublicMessage,
+  showTools = false,
+): ConversationMessage => (showTools ? { ...shown, tool_calls } : shown);
 
 /** How a family shows the messages it answers with. */
 export type MessageView = (m: PublicMessage) => PublicMessage | ConversationMessage;

@@ -1,7 +1,8 @@
 // A turn (the send operation): the user's messages are stored (with the Idempotency-Key's record), the model
 // answers, its reply is stored (with the answer to replay). Two commits, so that a failed model call or a
-// crash keeps what the user sent and a retry under the key produces only the reply. An authored assistant
-// message is itself the answer.
+// crash keeps what the user sent and a retry under the key produces only the reply; a model that calls
+// tools goes through steps in between, each committed (tool-steps.ts). An authored assistant message is
+// itself the answer.
 import { callModel } from '../agents/call-model.ts';
 import type { AgentConfig } from '../agents/catalogue.ts';
 import {
@@ -21,6 +22,7 @@ import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idem
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { type PublicMessage, publicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
+import { runSteps, type StepModel, type StepsReply } from './tool-steps.ts';
 
 export interface SendPayload {
   messages: {
@@ -53,6 +55,7 @@ export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>
     ...attempt.agent_message,
     stop_reason: attempt.agent_message.stop_reason ?? null,
     usage: attempt.agent_message.usage ?? null,
+    tool_calls: attempt.agent_message.tool_calls ?? null,
   },
   usage: null,
   replayed: true,
@@ -107,6 +110,7 @@ export async function runTurn(
               created_at: at,
               stop_reason: null,
               usage: null,
+              tool_calls: null,
             }),
           }
         : {}),
@@ -122,7 +126,16 @@ export async function runTurn(
   const first = stored[0];
   if (first) context.observer?.started(turnId, first, payload.replyId);
 
-  const reply = await askModel(deps, context, agent, provider, system);
+  let reply: StepsReply;
+  try {
+    const ask = await modelCaller(deps, context, agent, provider, system);
+    // A retried turn goes on from the steps its earlier attempt committed.
+    const resumed = earlier?.state === 'started' ? await store.turnToolCalls(session.id, turnId) : [];
+    reply = await runSteps(deps, context, { agent, turnId, ask, resumed });
+  } catch (err) {
+    metrics.turns.inc({ outcome: err instanceof AppError ? err.code : 'error' });
+    throw err;
+  }
   const at = new Date().toISOString();
   const agentMessage: PublicMessage = {
     id: payload.replyId,
@@ -132,6 +145,7 @@ export async function runTurn(
     metadata: null,
     stop_reason: reply.stop_reason,
     usage: reply.usage,
+    tool_calls: reply.tool_calls,
   };
   await context.commit({
     at,
@@ -144,6 +158,7 @@ export async function runTurn(
         turn_id: turnId,
         stop_reason: reply.stop_reason,
         usage: reply.usage,
+        tool_calls: reply.tool_calls,
       },
     ],
     ...activity(at, ttlMs, false),
@@ -189,46 +204,48 @@ export async function refuseUnfitting(
 }
 
 /**
- * Calls the model on the session's recent history (this turn's messages are stored by now), cut to the
- * agent's context window; a prompt the provider still finds too long is sent again once with the newer
- * half of that history.
+ * What each step of the turn calls: the model on the session's recent history (this turn's messages are
+ * stored by now), cut to the agent's context window, then the turn's steps so far. A prompt the provider
+ * still finds too long is sent again once with the newer half of that history, and that half is what later
+ * steps send too; likewise a prompt refused for its files goes on without them.
  */
-async function askModel(
+async function modelCaller(
   deps: OperationDeps,
   context: OperationContext,
   agent: AgentConfig,
   provider: Provider,
   system: string,
-): Promise<ModelReply> {
+): Promise<StepModel> {
   const { store, metrics } = deps;
   const { session } = context.entry;
-  const modelStarted = performance.now();
-  const observe = (outcome: string) =>
-    metrics.providerDuration.observe(
-      { provider: provider.name, outcome },
-      (performance.now() - modelStarted) / 1000,
-    );
-  try {
-    const limit = agent.history_limit;
-    const maxChars = deps.maxHistoryChars;
-    const history = await context.entry.history.recent(limit, maxChars, () =>
-      store.recentMessages(session.id, limit, maxChars),
-    );
-    const plan = await planWindow(system, history, agent, estimateCorrection.ratio(agent));
-    // Only what is kept is turned into model messages: the files of dropped messages are never read.
-    // One total time for the turn's calls: a second call (below) gets what the first left.
+  const limit = agent.history_limit;
+  const maxChars = deps.maxHistoryChars;
+  const history = await context.entry.history.recent(limit, maxChars, () =>
+    store.recentMessages(session.id, limit, maxChars),
+  );
+  const plan = await planWindow(system, history, agent, estimateCorrection.ratio(agent));
+  // Only what is kept is turned into model messages: the files of dropped messages are never read.
+  let sent = plan.messages;
+  let files = deps.files;
+  let base = await toModelMessages(store, session.tenant_id, sent, files);
+  let learnt = false;
+
+  return async (steps, tools, onDelta) => {
+    const modelStarted = performance.now();
+    // One total time for the step's calls: a second call (below) gets what the first left.
     const deadline = Date.now() + agent.timeouts.total_ms;
     let streamed = false;
-    const call = async (messages: readonly MessageRecord[], files = deps.files) =>
+    const call = () =>
       callModel(
         provider,
         {
           model: agent.model,
           system,
-          messages: await toModelMessages(store, session.tenant_id, messages, files),
+          messages: [...base, ...steps],
+          ...(tools.specs.length > 0 ? { tools: tools.specs, toolChoice: tools.choice } : {}),
           onDelta: (text) => {
             streamed ||= text !== '';
-            context.observer?.delta(text);
+            onDelta(text);
           },
         },
         {
@@ -237,35 +254,42 @@ async function askModel(
           signal: context.signal,
         },
       );
-    let sent = plan.messages;
-    let reply: ModelReply;
+    const observe = (outcome: string) =>
+      metrics.providerDuration.observe(
+        { provider: provider.name, outcome },
+        (performance.now() - modelStarted) / 1000,
+      );
     try {
-      reply = await call(sent);
-    } catch (err) {
-      // Only when nothing was streamed (the provider refused the prompt) may a second call start a clean reply.
-      if (streamed) throw err;
-      if (isContextOverflow(err) && sent.length >= 2) {
-        // Files are counted by a fixed guess: an overflow they caused says nothing of how text is counted.
-        if (!hasFiles(sent)) estimateCorrection.overflowed(agent);
-        sent = halveHistory(sent);
-        reply = await call(sent);
-      } else if (refusedWithFiles(err, sent)) {
-        // A model that takes no images (or no such file) would refuse every later turn of the session too,
-        // since the file stays in its history: the files go as placeholder lines instead.
-        reply = await call(sent, { ...deps.files, withheld: 'is not sent: this model refused it' });
-      } else {
-        throw err;
+      let reply: ModelReply;
+      try {
+        reply = await call();
+      } catch (err) {
+        // Only when nothing was streamed (the provider refused the prompt) may a second call start a clean reply.
+        if (streamed) throw err;
+        if (isContextOverflow(err) && sent.length >= 2) {
+          // Files are counted by a fixed guess: an overflow they caused says nothing of how text is counted.
+          if (!hasFiles(sent)) estimateCorrection.overflowed(agent);
+          sent = halveHistory(sent);
+        } else if (refusedWithFiles(err, sent)) {
+          // A model that takes no images (or no such file) would refuse every later turn of the session too,
+          // since the file stays in its history: the files go as placeholder lines instead.
+          files = { ...deps.files, withheld: 'is not sent: this model refused it' };
+        } else {
+          throw err;
+        }
+        base = await toModelMessages(store, session.tenant_id, sent, files);
+        reply = await call();
       }
+      // The estimate is corrected by the first call only: later steps add tool results it did not count.
+      if (!learnt && steps.length === 0) learn(agent, plan, sent, reply);
+      learnt = true;
+      observe('ok');
+      return reply;
+    } catch (err) {
+      observe(err instanceof AppError ? err.code : 'error');
+      throw err;
     }
-    learn(agent, plan, sent, reply);
-    observe('ok');
-    return reply;
-  } catch (err) {
-    const outcome = err instanceof AppError ? err.code : 'error';
-    observe(outcome);
-    metrics.turns.inc({ outcome });
-    throw err;
-  }
+  };
 }
 
 /** The provider refused a prompt that carries files (not for its length): they may be what it cannot take. */

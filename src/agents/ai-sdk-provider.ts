@@ -1,19 +1,25 @@
 // The model providers that speak to a server, on the AI SDK: `openai` (Chat Completions), `openai-compatible`
 // (vLLM, Ollama, llama.cpp server, gateways) and `anthropic` (Messages). Always streamed, so that callModel's
-// stall timeout sees text as it arrives. A 429, a 5xx or a refused connection before the first token is
-// tried again, twice (after the upstream's Retry-After, else 1 s then 2 s; callModel's stall timer makes room
-// for the wait, its total timeout does not). Every failure becomes a ProviderError with the upstream status,
-// message and Retry-After, which callModel maps to the catalogue.
+// stall timeout sees text as it arrives. Tools are offered without `execute`: the SDK hands back the model's
+// calls after one step and Parley's step loop runs them. A 429, a 5xx or a refused connection before the
+// first token is tried again, twice (after the upstream's Retry-After, else 1 s then 2 s; callModel's stall
+// timer makes room for the wait, its total timeout does not). Every failure becomes a ProviderError with the
+// upstream status, message and Retry-After, which callModel maps to the catalogue.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   AISDKError,
   APICallError,
+  type JSONValue,
+  jsonSchema,
   type LanguageModel,
   RetryError,
   type ModelMessage as SdkMessage,
   streamText,
+  type ToolSet,
+  tool,
 } from 'ai';
+import { newId } from '../ids.ts';
 import { fileBlock } from './prompt.ts';
 import {
   type ModelMessage,
@@ -21,6 +27,9 @@ import {
   type ModelReply,
   type ModelRequest,
   type ModelStopReason,
+  type ModelToolCall,
+  type ModelToolResult,
+  type ModelToolSpec,
   type Provider,
   ProviderError,
 } from './provider.ts';
@@ -100,6 +109,9 @@ export class AiSdkProvider implements Provider {
       model: this.#o.model(request.model),
       system: request.system,
       messages: request.messages.map(toSdkMessage),
+      // Without `execute` the SDK runs no tool and, its default being one step, stops at the model's calls.
+      ...(request.tools?.length ? { tools: toolSet(request.tools) } : {}),
+      ...(request.tools?.length && request.toolChoice === 'none' ? { toolChoice: 'none' as const } : {}),
       abortSignal: request.signal,
       // Failures come out of fullStream and are answered there; the SDK would also print them.
       onError: () => {},
@@ -113,6 +125,7 @@ export class AiSdkProvider implements Provider {
       ...(settings.providerOptions === undefined ? {} : { providerOptions: settings.providerOptions }),
     });
     let text = '';
+    const toolCalls: ModelToolCall[] = [];
     // What onDelta throws is the caller's own failure, not the model's: it passes through unchanged.
     let own: { error: unknown } | undefined;
     try {
@@ -127,6 +140,9 @@ export class AiSdkProvider implements Provider {
             own = { error };
             throw error;
           }
+        } else if (part.type === 'tool-call') {
+          // The wire's id is dropped: the next step sends Parley's own, which the stored call keeps.
+          toolCalls.push({ id: newId('call'), name: part.toolName, input: part.input });
         } else if (part.type === 'error') {
           throw part.error;
         } else if (part.type === 'abort') {
@@ -143,6 +159,7 @@ export class AiSdkProvider implements Provider {
               output_tokens: part.totalUsage.outputTokens ?? 0,
             },
             stop_reason: stopReasonOf(part.finishReason),
+            tool_calls: toolCalls,
           };
         }
       }
@@ -164,12 +181,53 @@ function retryWait(err: unknown, attempt: number): number | undefined {
   return asked ?? 1000 * 2 ** attempt;
 }
 
+function toolSet(specs: readonly ModelToolSpec[]): ToolSet {
+  return Object.fromEntries(
+    specs.map((spec) => [
+      spec.name,
+      tool({ description: spec.description, inputSchema: jsonSchema(spec.input_schema) }),
+    ]),
+  );
+}
+
 function toSdkMessage(message: ModelMessage): SdkMessage {
+  if (message.role === 'tool') {
+    return { role: 'tool', content: message.results.map(toSdkResult) };
+  }
   if (message.role === 'assistant') {
-    const texts = message.content.flatMap((part) => (part.type === 'text' ? [part.text] : []));
-    return { role: 'assistant', content: texts.join('\n\n') };
+    const text = message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n\n');
+    if (!message.tool_calls?.length) return { role: 'assistant', content: text };
+    return {
+      role: 'assistant',
+      content: [
+        ...(text === '' ? [] : [{ type: 'text' as const, text }]),
+        ...message.tool_calls.map((call) => ({
+          type: 'tool-call' as const,
+          toolCallId: call.id,
+          toolName: call.name,
+          input: call.input,
+        })),
+      ],
+    };
   }
   return { role: 'user', content: message.content.map(toSdkPart) };
+}
+
+function toSdkResult(result: ModelToolResult) {
+  const value = jsonValue(result.output);
+  return {
+    type: 'tool-result' as const,
+    toolCallId: result.call_id,
+    toolName: result.name,
+    // An error result is flagged as one where the wire can say so (Anthropic's `is_error`).
+    output:
+      result.status === 'ok' ? { type: 'json' as const, value } : { type: 'error-json' as const, value },
+  };
+}
+
+/** A tool's output as JSON: it came as JSON (an HTTP body, an MCP result); a missing one is null. */
+function jsonValue(output: unknown): JSONValue {
+  return JSON.parse(JSON.stringify(output) ?? 'null');
 }
 
 function toSdkPart(part: ModelPart) {
@@ -182,7 +240,7 @@ function toSdkPart(part: ModelPart) {
   return { type: 'file' as const, data: part.data, mediaType, filename: part.name };
 }
 
-/** The SDK's finish reasons as a message's stop_reason: tool calls and unknown ones are a finished reply. */
+/** The SDK's finish reasons as a stop_reason: a step ending in tool calls, or an unknown one, is `end`. */
 function stopReasonOf(finishReason: string): ModelStopReason {
   if (finishReason === 'length') return 'max_tokens';
   if (finishReason === 'content-filter') return 'content_filter';

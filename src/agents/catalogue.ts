@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
+import { agentToolFields } from '../tools/tool-config.ts';
 import { agentIdSchema } from './agent-id.ts';
 
 const units: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
@@ -84,6 +85,7 @@ const agentFields = z.strictObject({
       stall_ms: z.number().int().min(100).max(3_600_000).default(20_000),
     })
     .default({ total_ms: 60_000, stall_ms: 20_000 }),
+  ...agentToolFields,
 });
 
 /** An agent whose reply reserve takes its whole window could answer nothing: refused at start. */

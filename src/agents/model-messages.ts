@@ -5,7 +5,7 @@
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { MessageRecord, Store, StoredFile } from '../store/store.ts';
 import type { FileCache } from './file-cache.ts';
-import type { ModelMessage, ModelPart } from './provider.ts';
+import type { ContentMessage, ModelPart } from './provider.ts';
 
 /** How a turn gets its files: the process's cache, and how many bytes of files one turn may attach. */
 export interface TurnFiles {
@@ -22,7 +22,7 @@ export async function toModelMessages(
   tenantId: string,
   messages: readonly MessageRecord[],
   files: TurnFiles,
-): Promise<ModelMessage[]> {
+): Promise<ContentMessage[]> {
   const loaded =
     files.withheld === undefined ? await loadFiles(store, tenantId, newestFirst(messages), files) : null;
   const filePart = (fileId: string, kind: Kind): ModelPart => {

@@ -7,10 +7,43 @@ export type ModelPart =
   | { type: 'image'; mime_type: string; data: Buffer }
   | { type: 'file'; name: string; mime_type: string; data: Buffer };
 
-export interface ModelMessage {
+/** A tool the model may call: its name, what it is for, and the JSON Schema of its input. */
+export interface ModelToolSpec {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** A call the model asked for. `id` is Parley's (`call_…`), given back with the call's result. */
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  input: unknown;
+}
+
+/** What a tool call gave, as the model is shown it on the next step. */
+export interface ModelToolResult {
+  call_id: string;
+  name: string;
+  status: 'ok' | 'error';
+  output: unknown;
+}
+
+/** A message of the conversation. */
+export interface ContentMessage {
   role: 'user' | 'assistant';
   content: ModelPart[];
+  /** On an assistant step only: the calls it asked for; their results follow in a `tool` message. */
+  tool_calls?: readonly ModelToolCall[];
 }
+
+/** The results of the previous assistant step's tool calls. */
+export interface ToolResultsMessage {
+  role: 'tool';
+  results: readonly ModelToolResult[];
+}
+
+export type ModelMessage = ContentMessage | ToolResultsMessage;
 
 export interface Usage {
   input_tokens: number;
@@ -22,6 +55,13 @@ export interface ModelRequest {
   /** The assembled system prompt: instructions, `<session_context>` and `<user_info>` blocks. */
   system: string;
   messages: ModelMessage[];
+  /** The tools the model may call in this step; absent or empty, it must answer in text. */
+  tools?: readonly ModelToolSpec[];
+  /**
+   * `none`: the tools are declared (a history with tool calls needs them, for some providers) but the model
+   * must answer in text: the last call of a turn that used up its steps.
+   */
+  toolChoice?: 'auto' | 'none';
   /** Aborted on timeout or shutdown; a provider must stop its request when it fires. */
   signal: AbortSignal;
   /** Called with each piece of text as it arrives (streaming and stall detection). */
@@ -47,6 +87,11 @@ export interface ModelReply {
   text: string;
   usage: Usage;
   stop_reason: ModelStopReason;
+  /**
+   * The tools the model asked to call, in its order; empty when it answered. The provider gives each call a
+   * fresh `call_…` id (ids.ts `newId('call')`): the wire's own ids are not kept, the next step sends Parley's.
+   */
+  tool_calls: ModelToolCall[];
 }
 
 export interface Provider {

@@ -2,8 +2,20 @@
 // Its reply echoes what it was given (the user's name, the session context, the last message), so that
 // prompt assembly is visible from outside. `[[fail]]` or `[[stall]]` in the last message simulate a
 // failing or silent model; an agent's `max_tokens` cuts the reply at that many words, as a real model would.
+// `[[tool:NAME {json}]]` asks for a tool call in the turn's first step (`[[tool@N:…]]` in step N; several in
+// one step run in parallel), so that the step loop is testable offline; the final reply then lists what the
+// tools gave.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type ModelReply, type ModelRequest, type Provider, ProviderError } from './provider.ts';
+import { newId } from '../ids.ts';
+import {
+  type ContentMessage,
+  type ModelMessage,
+  type ModelReply,
+  type ModelRequest,
+  type ModelToolCall,
+  type Provider,
+  ProviderError,
+} from './provider.ts';
 
 const unescapeBlock = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
 
@@ -13,8 +25,33 @@ function blockLines(system: string, tag: string): string[] {
   return match?.[1] ? match[1].split('\n').map(unescapeBlock) : [];
 }
 
+const isUser = (m: ModelMessage): m is ContentMessage => m.role === 'user';
+
+/** `[[tool:NAME]]`, `[[tool:NAME {"a":1}]]`, `[[tool@2:NAME …]]`. */
+const TOOL_DIRECTIVE = /\[\[tool(?:@(\d+))?:([A-Za-z0-9_-]+)(?:\s+(\{.*?\}))?\]\]/g;
+
+/** The calls the user's message scripts for the turn's current step (one more than the steps answered). */
+function scriptedCalls(request: Pick<ModelRequest, 'messages'>): ModelToolCall[] {
+  const lastUser = request.messages.findLastIndex(isUser);
+  const last = request.messages[lastUser];
+  if (!last || last.role === 'tool') return [];
+  const step = 1 + request.messages.slice(lastUser + 1).filter((m) => m.role === 'tool').length;
+  const said = last.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(' ');
+  return [...said.matchAll(TOOL_DIRECTIVE)]
+    .filter((match) => Number(match[1] ?? 1) === step)
+    .map((match) => ({ id: newId('call'), name: match[2] ?? '', input: JSON.parse(match[3] ?? '{}') }));
+}
+
+/** What the turn's tools gave, as the final reply tells it. */
+function toolReport(request: Pick<ModelRequest, 'messages'>): string {
+  const lastUser = request.messages.findLastIndex(isUser);
+  const results = request.messages.slice(lastUser + 1).flatMap((m) => (m.role === 'tool' ? m.results : []));
+  if (results.length === 0) return '';
+  return ` Tools: ${results.map((r) => `${r.name} ${r.status} ${JSON.stringify(r.output)}`).join('; ')}.`;
+}
+
 export function scriptedReply(request: Pick<ModelRequest, 'system' | 'messages'>): string {
-  const last = request.messages.findLast((m) => m.role === 'user');
+  const last = request.messages.findLast(isUser);
   const said = last?.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(' ') ?? '';
   const attachments = last?.content.filter((p) => p.type !== 'text').length ?? 0;
   const nameLine = blockLines(request.system, 'user_info').find((l) => l.startsWith('name: '));
@@ -38,7 +75,11 @@ export class ScriptedProvider implements Provider {
   }
 
   async generate(request: ModelRequest): Promise<ModelReply> {
-    const whole = scriptedReply(request);
+    const calls = request.tools?.length && request.toolChoice !== 'none' ? scriptedCalls(request) : [];
+    const whole =
+      calls.length > 0
+        ? `Let me use ${calls.map((c) => c.name).join(' and ')}.`
+        : scriptedReply(request) + toolReport(request);
     if (whole.includes('[[fail]]'))
       throw new ProviderError('The scripted model was asked to fail', { status: 500 });
     if (whole.includes('[[stall]]')) await sleep(2 ** 31 - 1, undefined, { signal: request.signal });
@@ -53,13 +94,18 @@ export class ScriptedProvider implements Provider {
     }
     // About four characters a token, like the real ones; enough for usage figures that move with input.
     const seen = request.messages.reduce(
-      (n, m) => n + m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 1000), 0),
+      (n, m) =>
+        n +
+        (m.role === 'tool'
+          ? JSON.stringify(m.results).length
+          : m.content.reduce((k, p) => k + (p.type === 'text' ? p.text.length : 1000), 0)),
       request.system.length,
     );
     return {
       text,
       usage: { input_tokens: Math.ceil(seen / 4), output_tokens: tokens.length },
       stop_reason: cut ? 'max_tokens' : 'end',
+      tool_calls: calls,
     };
   }
 }

@@ -7,12 +7,7 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { TurnObserver } from '../actors/operation-context.ts';
-import {
-  conversationMessage,
-  type MessageView,
-  type PublicMessage,
-  publicMessage,
-} from '../actors/public-message.ts';
+import { type MessageView, type PublicMessage, publicMessage } from '../actors/public-message.ts';
 import type { SessionService } from '../actors/session-service.ts';
 import { AppError, sessionNotFound } from '../errors.ts';
 import type { PageRequest, Store } from '../store/store.ts';
@@ -38,6 +33,8 @@ export interface SendFamily {
   param: 'session_id' | 'conversation_id';
   /** The session the request acts on, given the path's id. */
   target(request: FastifyRequest, id: string): SessionTarget;
+  /** How the request's caller sees messages, and whether it sees tool calls (SSE tool events). */
+  view(request: FastifyRequest): { message: MessageView; tools: boolean };
   /**
    * Sent with a session token: only the user speaks (DESIGN.md §4), and content blocks may name only files
    * uploaded in this conversation; the answers show messages without their metadata.
@@ -58,7 +55,6 @@ export function registerSendRoutes(
   { sessions, pingMs }: SendOptions,
 ): void {
   const params = z.object({ [family.param]: z.string() });
-  const view: MessageView = family.endUser ? conversationMessage : (m) => m;
   const options = <A extends object>(summary: string, answer: A) => ({
     config: { session: family.param },
     schema: {
@@ -99,7 +95,7 @@ export function registerSendRoutes(
       const target = targetOf(request, request.params, request.body);
       const result = await send(target, request.body, request.headers['idempotency-key']);
       if (result.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send({ agent_message: view(result.agent_message) });
+      return reply.code(201).send({ agent_message: family.view(request).message(result.agent_message) });
     },
   );
 
@@ -108,13 +104,15 @@ export function registerSendRoutes(
     options("Send a message and stream the agent's reply as Server-Sent Events", { 200: sseResponse }),
     async (request, reply) => {
       const target = targetOf(request, request.params, request.body);
+      const view = family.view(request);
       return streamTurn(reply, {
         sessionId: target.sessionId,
         run: (observer) => send(target, request.body, request.headers['idempotency-key'], { observer }),
         turnStart: (turnId) => sessions.turnStart(target.sessionId, turnId),
         log: request.log,
         pingMs,
-        view,
+        view: view.message,
+        showTools: view.tools,
       });
     },
   );

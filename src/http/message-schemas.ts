@@ -62,6 +62,18 @@ export const usageSchema = z
   .object({ input_tokens: z.number().int(), output_tokens: z.number().int() })
   .meta({ id: 'Usage' });
 
+/** A tool call of a turn, as its reply shows it (DESIGN §13). */
+export const toolCallSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    input: z.unknown(),
+    output: z.unknown(),
+    status: z.enum(['ok', 'error']),
+    duration_ms: z.number().int(),
+  })
+  .meta({ id: 'ToolCall' });
+
 export const messageSchema = z
   .object({
     id: z.string(),
@@ -75,13 +87,21 @@ export const messageSchema = z
     }),
     usage: usageSchema
       .nullable()
-      .meta({ description: 'The tokens of the model call that produced the message; null likewise' }),
+      .meta({ description: 'The tokens of the model calls that produced the message; null likewise' }),
+    tool_calls: z.array(toolCallSchema).nullable().meta({
+      description:
+        "The turn's tool calls, in the order the model asked for them; null on messages no model produced",
+    }),
   })
   .meta({ id: 'Message' });
 
-/** The Message of the public family: its metadata is the integrator's, never shown to the end user. */
+/**
+ * The Message of the public family: its metadata is the integrator's, never shown to the end user; its tool
+ * calls only where the agent exposes them (`expose_tools`).
+ */
 export const conversationMessageSchema = messageSchema
   .omit({ metadata: true })
+  .extend({ tool_calls: messageSchema.shape.tool_calls.optional() })
   .meta({ id: 'ConversationMessage' });
 
 /** The Idempotency-Key header: 1–255 printable ASCII characters. */

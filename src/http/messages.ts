@@ -21,7 +21,13 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
   registerSendRoutes(
     app,
     '/v1/agents/sessions/:session_id/messages',
-    { tags: ['messages'], param: 'session_id', target: keySession, endUser: false },
+    {
+      tags: ['messages'],
+      param: 'session_id',
+      target: keySession,
+      endUser: false,
+      view: () => ({ message: (m) => m, tools: true }),
+    },
     { sessions, pingMs },
   );
 

@@ -1,9 +1,10 @@
 // Inside one conversation, with its session token: read its state and messages, send a message (shared with
 // the server-side family in message-routes.ts), leave feedback, emit the inactivity messages, terminate. Each
 // call is limited to the token's conversation.
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { conversationMessage } from '../actors/public-message.ts';
+import { conversationMessage, type PublicMessage } from '../actors/public-message.ts';
 import type { SessionService } from '../actors/session-service.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
@@ -22,12 +23,18 @@ import { onConversation } from './route-config.ts';
 import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import { terminateRequest, terminateResult } from './session-schemas.ts';
 import { tokenSession } from './session-target.ts';
+import { tokenOf } from './session-token-auth.ts';
 
 export const publicConversationRoutes: FastifyPluginAsyncZod<{
   store: Store;
   sessions: SessionService;
   pingMs: number;
 }> = async (app, { store, sessions, pingMs }) => {
+  /** The end user sees no metadata, and tool calls only where the agent exposes them. */
+  const view = (request: FastifyRequest) => {
+    const tools = sessions.agent(tokenOf(request).agentId).expose_tools;
+    return { message: (m: PublicMessage) => conversationMessage(m, tools), tools };
+  };
   app.get(
     '/:conversation_id',
     {
@@ -58,13 +65,13 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       },
     },
     async (request) =>
-      messagePage(store, sessions, tokenSession(request), request.query, conversationMessage),
+      messagePage(store, sessions, tokenSession(request), request.query, view(request).message),
   );
 
   registerSendRoutes(
     app,
     '/:conversation_id/messages',
-    { tags: ['public'], param: 'conversation_id', target: tokenSession, endUser: true },
+    { tags: ['public'], param: 'conversation_id', target: tokenSession, endUser: true, view },
     { sessions, pingMs },
   );
 
@@ -115,7 +122,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     async (request) => {
       const { tenantId, sessionId, authorize } = tokenSession(request);
       const result = await sessions.inactivity(tenantId, sessionId, request.body.step, authorize);
-      return { ...result, message: conversationMessage(result.message) };
+      return { ...result, message: view(request).message(result.message) };
     },
   );
 

@@ -1,8 +1,9 @@
 // A turn as a stream of events (DESIGN.md §6): turn.started once the user's message is stored, message.delta
 // as the model writes, message.completed once the reply is stored, then turn.completed; or turn.failed.
-// Event ids are `<turn_id>:<seq>`, where a delta's seq is 1 + the length of the reply text up to its end,
-// so a replay (one delta with the whole text) ends on the same ids and a client's last id says how much
-// text it holds; resuming a dropped stream can be built on that.
+// Event ids are `<turn_id>:<seq>`, where a delta's seq is 1 + the length of the reply text up to its end
+// plus the tool events before it; a tool event counts one. So a replay (the tool events, then one delta
+// with the whole text) ends on the same ids; resuming a dropped stream can be built on that. Tool events
+// (`tool.started`, `tool.completed`) are sent only where the caller sees tool calls.
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { TurnObserver } from '../actors/operation-context.ts';
 import { type MessageView, publicMessage } from '../actors/public-message.ts';
@@ -21,6 +22,8 @@ export interface TurnStreamOptions {
   pingMs?: number;
   /** How the family shows the turn's messages (the public family without their metadata). */
   view: MessageView;
+  /** Whether tool events are sent (the API-key family; the public one where the agent exposes tools). */
+  showTools: boolean;
 }
 
 /**
@@ -34,6 +37,8 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
   let turnId = '';
   let messageId: string | null = null;
   let offset = 0;
+  /** Whether any reply text went out (a failure then leaves the client text to discard). */
+  let textSent = false;
   let held = '';
   let started = false;
 
@@ -45,6 +50,7 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
       resolve(reply.send(sse));
     };
     const sendDelta = (text: string) => {
+      textSent = true;
       offset += text.length;
       sse.send('message.delta', `${turnId}:${offset + 1}`, {
         turn_id: turnId,
@@ -52,6 +58,12 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         index: 0,
         delta: { type: 'text', text },
       });
+    };
+    const sendTool = (name: 'tool.started' | 'tool.completed', data: object) => {
+      if (!options.showTools) return;
+      flushHeld();
+      offset += 1;
+      sse.send(name, `${turnId}:${offset + 1}`, { turn_id: turnId, ...data });
     };
     const flushHeld = () => {
       if (held === '') return;
@@ -82,6 +94,8 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         if (sse.backedUp) held += text;
         else sendDelta(text);
       },
+      toolStarted: (call) => sendTool('tool.started', call),
+      toolCompleted: (call) => sendTool('tool.completed', call),
     };
 
     options.run(observer).then(
@@ -95,6 +109,10 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
             return reject(err);
           }
           announce(result.turn_id, message, result.agent_message.id);
+          for (const { id, name, input, status, output } of result.agent_message.tool_calls ?? []) {
+            sendTool('tool.started', { call_id: id, name, input });
+            sendTool('tool.completed', { call_id: id, name, status, output });
+          }
           if (message?.id !== result.agent_message.id) observer.delta(textOf(result.agent_message.content));
           begin(result.replayed);
         }
@@ -118,7 +136,7 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         // Logged like a plain send's failure: with the upstream status and message a provider error carries.
         if (error.statusCode >= 500) options.log.error({ err: error }, 'streamed turn failed');
         // Deltas were sent: the client holds text that will not be stored, and must discard it.
-        const partial = offset > 0 || held !== '';
+        const partial = textSent || held !== '';
         flushHeld();
         sse.send('turn.failed', `${turnId}:${offset + 2}`, {
           turn_id: turnId,

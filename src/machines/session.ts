@@ -1,6 +1,7 @@
 // The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running
 // and an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a
-// time) and the Idempotency-Keys in flight. The host provides `operate` (starts one operation and sends DONE
+// time) and the Idempotency-Keys in flight. A running send goes through steps (DESIGN §13): the model
+// thinks, and when it asks for tools the turn acts until every call's result is committed, then thinks again. The host provides `operate` (starts one operation and sends DONE
 // once it has finished) and the actions that answer waiting callers. Lasting changes come in as events only
 // after their commit; the snapshot each commit stores is computed here.
 import { type ActorRefFrom, assign, createActor, type SnapshotFrom, setup } from 'xstate';
@@ -49,6 +50,10 @@ export interface SessionContext {
   current: OperationRef | null;
   /** Idempotency-Key → the operation that carries it, while queued or running. */
   inflight: Record<string, { opId: string; fingerprint: string }>;
+  /** Tool steps the running operation has committed (a resumed turn starts from its stored ones). */
+  steps: number;
+  /** Tool calls of the current step whose results are not committed yet. */
+  pendingCalls: number;
 }
 
 export type SessionEvent =
@@ -63,7 +68,13 @@ export type SessionEvent =
   /** Committed: the session expired. */
   | { type: 'EXPIRED' }
   /** The operation `opId` has finished, whatever its outcome (its callers are answered). */
-  | { type: 'DONE'; opId: string };
+  | { type: 'DONE'; opId: string }
+  /** Committed: the running turn's model asked for `calls` tool calls (a new step). */
+  | { type: 'TOOLS_CALLED'; calls: number }
+  /** Committed: one tool call's result. */
+  | { type: 'TOOL_RESULT' }
+  /** A retried turn resumes after `steps` committed steps, `pending` of whose calls still lack a result. */
+  | { type: 'STEPS_RESUMED'; steps: number; pending: number };
 
 export const sessionMachine = setup({
   types: {
@@ -83,13 +94,18 @@ export const sessionMachine = setup({
     join: (_, _params: { op: OperationRef; target: string }) => {},
     /** Answers every caller of `ops` with an error (the session closed or expired under them). */
     rejectAll: (_, _params: { ops: OperationRef[]; code: RejectCode }) => {},
-    dequeue: assign(({ context }) => ({ current: context.queue[0] ?? null, queue: context.queue.slice(1) })),
+    dequeue: assign(({ context }) => ({
+      current: context.queue[0] ?? null,
+      queue: context.queue.slice(1),
+      steps: 0,
+      pendingCalls: 0,
+    })),
     finish: assign(({ context }) => {
       const inflight = { ...context.inflight };
       if (context.current?.key) delete inflight[context.current.key];
-      return { current: null, inflight };
+      return { current: null, inflight, steps: 0, pendingCalls: 0 };
     }),
-    clearOperations: assign({ queue: [], current: null, inflight: {} }),
+    clearOperations: assign({ queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0 }),
     applyActivity: assign(({ event }) => (event.type === 'ACTIVITY' ? { expiresAt: event.expiresAt } : {})),
   },
   guards: {
@@ -105,6 +121,8 @@ export const sessionMachine = setup({
     hasQueued: ({ context }) => context.queue.length > 0,
     byUser: ({ event }) => event.type === 'ACTIVITY' && event.byUser,
     isCurrent: ({ context, event }) => event.type === 'DONE' && context.current?.id === event.opId,
+    resumesActing: ({ event }) => event.type === 'STEPS_RESUMED' && event.pending > 0,
+    lastResult: ({ context }) => context.pendingCalls <= 1,
   },
 }).createMachine({
   id: 'session',
@@ -117,6 +135,8 @@ export const sessionMachine = setup({
     queue: [],
     current: null,
     inflight: {},
+    steps: 0,
+    pendingCalls: 0,
   }),
   initial: 'active',
   states: {
@@ -200,6 +220,36 @@ export const sessionMachine = setup({
                 }),
               },
               on: { DONE: { guard: 'isCurrent', target: 'idle', actions: 'finish' } },
+              initial: 'thinking',
+              states: {
+                thinking: {
+                  on: {
+                    TOOLS_CALLED: {
+                      target: 'acting',
+                      actions: assign(({ context, event }) => ({
+                        steps: context.steps + 1,
+                        pendingCalls: event.calls,
+                      })),
+                    },
+                    STEPS_RESUMED: [
+                      {
+                        guard: 'resumesActing',
+                        target: 'acting',
+                        actions: assign(({ event }) => ({ steps: event.steps, pendingCalls: event.pending })),
+                      },
+                      { actions: assign(({ event }) => ({ steps: event.steps, pendingCalls: 0 })) },
+                    ],
+                  },
+                },
+                acting: {
+                  on: {
+                    TOOL_RESULT: [
+                      { guard: 'lastResult', target: 'thinking', actions: assign({ pendingCalls: 0 }) },
+                      { actions: assign(({ context }) => ({ pendingCalls: context.pendingCalls - 1 })) },
+                    ],
+                  },
+                },
+              },
             },
           },
         },
@@ -244,7 +294,7 @@ export function persistedSnapshot(snapshot: SessionSnapshot, event?: SessionEven
   const { value, context } = snapshot;
   const settled = sessionMachine.resolveState({
     value: typeof value === 'string' ? value : { active: { ...value.active, turn: 'idle' } },
-    context: { ...context, queue: [], current: null, inflight: {} },
+    context: { ...context, queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0 },
   });
   if (!event) return JSON.stringify(sessionMachine.getPersistedSnapshot(settled));
   // The input is required by the types and unused when restoring a snapshot.
@@ -255,6 +305,13 @@ export function persistedSnapshot(snapshot: SessionSnapshot, event?: SessionEven
   standIn.stop();
   return JSON.stringify(persisted);
 }
+
+/**
+ * Whether the running turn may still offer the model its tools: fewer than `maxSteps` tool steps are
+ * committed. At `maxSteps` the model is called once more without tools (DESIGN §13).
+ */
+export const mayCallTools = (snapshot: SessionSnapshot, maxSteps: number): boolean =>
+  snapshot.context.steps < maxSteps;
 
 /** The persisted snapshot of a new session. */
 export function initialPersistedSnapshot(input: SessionInput): string {

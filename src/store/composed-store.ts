@@ -27,6 +27,7 @@ export type MessagePart = Pick<
   | 'listMessages'
   | 'recentMessages'
   | 'turnMessages'
+  | 'turnToolCalls'
   | 'upsertFeedback'
   | 'getFeedback'
   | 'getIdempotencyRecord'
@@ -155,6 +156,9 @@ export abstract class ComposedStore implements Store {
   }
   turnMessages(...args: Args<'turnMessages'>) {
     return this.parts.messages.turnMessages(...args);
+  }
+  turnToolCalls(...args: Args<'turnToolCalls'>) {
+    return this.parts.messages.turnToolCalls(...args);
   }
   upsertFeedback(...args: Args<'upsertFeedback'>) {
     return this.parts.messages.upsertFeedback(...args);

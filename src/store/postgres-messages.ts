@@ -3,7 +3,7 @@
 // postgres-sessions.ts).
 import type { MessagePart } from './composed-store.ts';
 import type { Db } from './postgres-db.ts';
-import { now, toFeedback, toIdempotency, toMessage } from './rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toToolCall } from './rows.ts';
 import { postgresDialect, recentMessages, upsertFeedback } from './sql.ts';
 import { toPage } from './store.ts';
 
@@ -43,6 +43,14 @@ export function part(db: Db): MessagePart {
         [sessionId, turnId],
       );
       return rows.map(toMessage);
+    },
+
+    async turnToolCalls(sessionId, turnId) {
+      const rows = await db.rows(
+        'SELECT * FROM tool_calls WHERE session_id = $1 AND turn_id = $2 ORDER BY step, position',
+        [sessionId, turnId],
+      );
+      return rows.map(toToolCall);
     },
 
     async upsertFeedback(sessionId, feedback) {

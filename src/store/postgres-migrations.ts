@@ -164,4 +164,31 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE messages ADD COLUMN usage TEXT;
     `,
   },
+  {
+    version: 5,
+    name: 'tool calls',
+    // A turn's tool calls, each committed before it runs and completed with its result (DESIGN §13): what a
+    // turn resumed after a crash reads. The finished reply keeps them too, as its messages' tool_calls (JSON).
+    sql: `
+      ALTER TABLE messages ADD COLUMN tool_calls TEXT;
+      CREATE TABLE tool_calls (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        turn_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        step INTEGER NOT NULL,
+        position INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        input TEXT NOT NULL,
+        step_text TEXT,
+        step_usage TEXT,
+        status TEXT,
+        output TEXT,
+        duration_ms INTEGER,
+        created_at TEXT NOT NULL,
+        completed_at TEXT,
+        epoch INTEGER,
+        PRIMARY KEY (session_id, turn_id, id)
+      );
+    `,
+  },
 ];

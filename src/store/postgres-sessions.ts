@@ -14,6 +14,7 @@ import {
   type Statement,
   sessionsDueForExpiry,
   storeIdempotencyResponse,
+  toolCallStatements,
 } from './sql.ts';
 import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
 
@@ -118,5 +119,6 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   if (idempotency) await execute(c, idempotency);
   const response = storeIdempotencyResponse(postgresDialect, write);
   if (response) await execute(c, response);
+  for (const statement of toolCallStatements(postgresDialect, write, at)) await execute(c, statement);
   return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
 }

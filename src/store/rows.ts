@@ -15,11 +15,14 @@ import type {
   NewApiKey,
   NewFile,
   NewSession,
+  NewToolCall,
   SessionRecord,
   SessionWrite,
   StopReason,
   StoredFile,
   Tenant,
+  ToolCallRecord,
+  ToolCallSummary,
   User,
   UserFields,
 } from './store.ts';
@@ -78,8 +81,8 @@ function stopReason(r: Row): StopReason | null {
   return STOP_REASONS.find((known) => known === value) ?? 'end';
 }
 
-function usage(r: Row): MessageUsage | null {
-  const raw = textOrNull(r, 'usage');
+function usage(r: Row, column = 'usage'): MessageUsage | null {
+  const raw = textOrNull(r, column);
   if (raw === null) return null;
   const { input_tokens, output_tokens } = JSON.parse(raw);
   if (typeof input_tokens !== 'number' || typeof output_tokens !== 'number')
@@ -162,8 +165,49 @@ export const toMessage = (r: Row): MessageRecord => {
     turn_id: textOrNull(r, 'turn_id'),
     stop_reason: stopReason(r),
     usage: usage(r),
+    tool_calls: toolCalls(r),
   };
 };
+
+function toolCalls(r: Row): ToolCallSummary[] | null {
+  const raw = textOrNull(r, 'tool_calls');
+  return raw === null ? null : JSON.parse(raw);
+}
+
+const toolStatuses: readonly NonNullable<ToolCallRecord['status']>[] = ['ok', 'error'];
+
+export const toToolCall = (r: Row): ToolCallRecord => {
+  const output = textOrNull(r, 'output');
+  return {
+    id: text(r, 'id'),
+    turn_id: text(r, 'turn_id'),
+    step: integer(r, 'step'),
+    position: integer(r, 'position'),
+    name: text(r, 'name'),
+    input: JSON.parse(text(r, 'input')),
+    step_text: textOrNull(r, 'step_text'),
+    step_usage: usage(r, 'step_usage'),
+    status: r.status === null ? null : oneOf(r, 'status', toolStatuses),
+    output: output === null ? null : JSON.parse(output),
+    duration_ms: r.duration_ms === null ? null : integer(r, 'duration_ms'),
+    created_at: text(r, 'created_at'),
+  };
+};
+
+/** The row of a tool call a step commits before running it. */
+export const toolCallRow = (sessionId: string, call: NewToolCall, epoch: number, at: string) => ({
+  session_id: sessionId,
+  turn_id: call.turn_id,
+  id: call.id,
+  step: call.step,
+  position: call.position,
+  name: call.name,
+  input: JSON.stringify(call.input ?? null),
+  step_text: call.step_text,
+  step_usage: call.step_usage === null ? null : JSON.stringify(call.step_usage),
+  created_at: at,
+  epoch,
+});
 
 export const toFeedback = (r: Row): Feedback => ({
   id: text(r, 'id'),
@@ -274,6 +318,7 @@ export function appendedMessages(write: SessionWrite, lastSeq: number, at: strin
       ? { input_tokens: m.usage.input_tokens, output_tokens: m.usage.output_tokens }
       : null;
     const stop_reason = m.stop_reason ?? null;
+    const tool_calls = m.tool_calls ?? null;
     return {
       row: {
         id: m.id,
@@ -287,6 +332,7 @@ export function appendedMessages(write: SessionWrite, lastSeq: number, at: strin
         epoch: write.fence.epoch,
         stop_reason,
         usage: usage === null ? null : JSON.stringify(usage),
+        tool_calls: tool_calls === null ? null : JSON.stringify(tool_calls),
       },
       record: {
         ...m,
@@ -294,6 +340,7 @@ export function appendedMessages(write: SessionWrite, lastSeq: number, at: strin
         created_at: at,
         stop_reason,
         usage,
+        tool_calls,
       } satisfies MessageRecord,
     };
   });

@@ -1,7 +1,14 @@
 // The SQL both stores share: every statement built from filters, a patch or a table's columns is written
 // once here, for either dialect; fixed one-line lookups stay in each store's modules, in its own dialect.
 // Where the dialects differ inside a shared statement, the two Dialect objects below say how.
-import { feedbackRow, idempotencyRow, type SqlValue, sessionColumns, userChanges } from './rows.ts';
+import {
+  feedbackRow,
+  idempotencyRow,
+  type SqlValue,
+  sessionColumns,
+  toolCallRow,
+  userChanges,
+} from './rows.ts';
 import type {
   Feedback,
   FileFilter,
@@ -227,6 +234,21 @@ export function storeIdempotencyResponse(d: Dialect, write: SessionWrite): State
   return q.statement(`UPDATE idempotency_records
     SET status_code = ${q.param(r.status_code)}, response = ${q.param(JSON.stringify(r.response))}
     WHERE session_id = ${q.param(write.session_id)} AND key = ${q.param(r.key)}`);
+}
+
+/** A step's tool calls (committed before they run) and the results that arrived, of one write. */
+export function toolCallStatements(d: Dialect, write: SessionWrite, at: string): Statement[] {
+  const inserts = (write.toolCalls ?? []).map((call) =>
+    insert(d, 'tool_calls', toolCallRow(write.session_id, call, write.fence.epoch, at)),
+  );
+  const results = (write.toolResults ?? []).map((r) => {
+    const q = new Query(d);
+    return q.statement(`UPDATE tool_calls SET status = ${q.param(r.status)},
+      output = ${q.param(JSON.stringify(r.output ?? null))}, duration_ms = ${q.param(Math.round(r.duration_ms))},
+      completed_at = ${q.param(at)}, epoch = ${q.param(write.fence.epoch)}
+      WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)} AND id = ${q.param(r.id)}`);
+  });
+  return [...inserts, ...results];
 }
 
 // --- feedback

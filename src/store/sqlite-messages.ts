@@ -2,7 +2,7 @@
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // sqlite-sessions.ts).
 import type { MessagePart } from './composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage } from './rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toToolCall } from './rows.ts';
 import { recentMessages, sqliteDialect, upsertFeedback } from './sql.ts';
 import { all, get, type SqliteDb } from './sqlite-db.ts';
 import { toPage } from './store.ts';
@@ -38,6 +38,13 @@ export function part(db: SqliteDb): MessagePart {
         .q('SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq')
         .all(sessionId, turnId)
         .map(toMessage);
+    },
+
+    async turnToolCalls(sessionId, turnId) {
+      return db
+        .q('SELECT * FROM tool_calls WHERE session_id = ? AND turn_id = ? ORDER BY step, position')
+        .all(sessionId, turnId)
+        .map(toToolCall);
     },
 
     async upsertFeedback(sessionId, feedback) {

@@ -11,6 +11,7 @@ import {
   sessionsDueForExpiry,
   sqliteDialect,
   storeIdempotencyResponse,
+  toolCallStatements,
 } from './sql.ts';
 import { all, get, run, type SqliteDb } from './sqlite-db.ts';
 import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
@@ -105,5 +106,6 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   if (idempotency) run(db, idempotency);
   const response = storeIdempotencyResponse(sqliteDialect, write);
   if (response) run(db, response);
+  for (const statement of toolCallStatements(sqliteDialect, write, at)) run(db, statement);
   return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
 }

@@ -160,6 +160,49 @@ export interface MessageUsage {
   output_tokens: number;
 }
 
+/** A tool call as an assistant message shows it (DESIGN §13): what was asked, what came back. */
+export interface ToolCallSummary {
+  id: string;
+  name: string;
+  input: unknown;
+  output: unknown;
+  status: 'ok' | 'error';
+  duration_ms: number;
+}
+
+/**
+ * A tool call of a turn in progress, committed before the tool runs; its result is committed when it
+ * arrives. A step's first call (`position` 0) also keeps the text the model wrote in that step and the
+ * step's usage, so that a turn resumed after a crash gives the model the same steps again.
+ */
+export interface ToolCallRecord {
+  id: string;
+  turn_id: string;
+  /** The model call that asked for it, from 1. */
+  step: number;
+  /** Its place among the step's calls, from 0. */
+  position: number;
+  name: string;
+  input: unknown;
+  step_text: string | null;
+  step_usage: MessageUsage | null;
+  /** Null until the result is committed. */
+  status: 'ok' | 'error' | null;
+  output: unknown;
+  duration_ms: number | null;
+  created_at: string;
+}
+
+export type NewToolCall = Omit<ToolCallRecord, 'status' | 'output' | 'duration_ms' | 'created_at'>;
+
+export interface ToolCallResult {
+  id: string;
+  turn_id: string;
+  status: 'ok' | 'error';
+  output: unknown;
+  duration_ms: number;
+}
+
 export interface MessageRecord {
   id: string;
   session_id: string;
@@ -173,6 +216,8 @@ export interface MessageRecord {
   stop_reason: StopReason | null;
   /** The model call that produced the message; null likewise. */
   usage: MessageUsage | null;
+  /** The turn's tool calls, on a model's reply; null on messages no model produced and on replies before tools. */
+  tool_calls: ToolCallSummary[] | null;
 }
 
 export interface NewMessage {
@@ -184,6 +229,7 @@ export interface NewMessage {
   /** Set on a model's reply only; absent is null. */
   stop_reason?: StopReason | null;
   usage?: MessageUsage | null;
+  tool_calls?: ToolCallSummary[] | null;
 }
 
 /** The fencing token of a shard: a write is refused unless the shard's epoch is still this one. */
@@ -251,6 +297,10 @@ export interface SessionWrite {
   };
   /** The answer of a finished attempt, stored against its key for replays. */
   idempotencyResponse?: { key: string; status_code: number; response: unknown };
+  /** Tool calls a step asked for, committed before any of them runs. */
+  toolCalls?: NewToolCall[];
+  /** Results of committed tool calls. */
+  toolResults?: ToolCallResult[];
 }
 
 export interface SessionWriteResult {
@@ -339,6 +389,8 @@ export interface Store {
   recentMessages(sessionId: string, limit: number, maxChars: number): Promise<MessageRecord[]>;
   /** The messages a turn stored, in order. */
   turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]>;
+  /** The tool calls a turn committed, by step and position, with their results where committed. */
+  turnToolCalls(sessionId: string, turnId: string): Promise<ToolCallRecord[]>;
 
   /** Stores the conversation's feedback, replacing an earlier one but keeping its id. */
   upsertFeedback(

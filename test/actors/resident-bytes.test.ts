@@ -21,6 +21,7 @@ function message(text: string): MessageRecord {
     turn_id: null,
     stop_reason: null,
     usage: null,
+    tool_calls: null,
   };
 }
 

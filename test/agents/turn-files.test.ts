@@ -48,6 +48,7 @@ const message = (role: 'user' | 'assistant', ...content: ContentBlock[]): Messag
   turn_id: null,
   stop_reason: null,
   usage: null,
+  tool_calls: null,
 });
 
 /** Sends `text` with the files in a new session of the app; returns the session and the scripted reply. */

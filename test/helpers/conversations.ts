@@ -38,7 +38,8 @@ export const recordKeys = [
 ];
 
 /** A message as the public family shows it: without its metadata, which is the integrator's. */
-export const seenByEndUser = ({ metadata: _metadata, ...message }: Message) => message;
+/** A message as the end user sees it: no metadata, and no tool calls (the agents these tests use do not expose them). */
+export const seenByEndUser = ({ metadata: _metadata, tool_calls: _tools, ...message }: Message) => message;
 
 export const publicPath = (conversationId: string, rest = '') =>
   `/v1/public/agents/conversations/${conversationId}${rest}`;

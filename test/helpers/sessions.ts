@@ -63,6 +63,16 @@ export interface Message {
   content: ({ type: 'text'; text: string } | { type: 'image' | 'file'; file_id: string })[];
   created_at: string;
   metadata: Record<string, unknown> | null;
+  tool_calls?:
+    | {
+        id: string;
+        name: string;
+        input: unknown;
+        output: unknown;
+        status: 'ok' | 'error';
+        duration_ms: number;
+      }[]
+    | null;
 }
 
 export interface Session {

@@ -94,6 +94,8 @@ function settledContext(overrides: Partial<SessionContext> = {}): SessionContext
     queue: [],
     current: null,
     inflight: {},
+    steps: 0,
+    pendingCalls: 0,
     ...overrides,
   };
 }
@@ -123,7 +125,7 @@ describe('session machine: the turn', () => {
     actor.send(submit(op('c')));
     assert.deepEqual(h.started, ['a']);
     let snap = actor.getSnapshot();
-    assert.deepEqual(snap.value, { active: { turn: 'running', inactivity: 'none' } });
+    assert.deepEqual(snap.value, { active: { turn: { running: 'thinking' }, inactivity: 'none' } });
     assert.equal(snap.context.current?.id, 'a');
     assert.deepEqual(
       snap.context.queue.map((o) => o.id),
@@ -161,7 +163,7 @@ describe('session machine: the turn', () => {
     assert.ok(actor.getSnapshot().matches({ active: { turn: 'idle' } }));
     actor.send(submit(op('b')));
     assert.deepEqual(h.started, ['a', 'b']);
-    assert.ok(actor.getSnapshot().matches({ active: { turn: 'running' } }));
+    assert.ok(actor.getSnapshot().matches({ active: { turn: { running: 'thinking' } } }));
     actor.stop();
   });
 
@@ -173,7 +175,7 @@ describe('session machine: the turn', () => {
     actor.send({ type: 'DONE', opId: 'b' });
     actor.send({ type: 'DONE', opId: 'elsewhere' });
     const snap = actor.getSnapshot();
-    assert.ok(snap.matches({ active: { turn: 'running' } }));
+    assert.ok(snap.matches({ active: { turn: { running: 'thinking' } } }));
     assert.equal(snap.context.current?.id, 'a');
     assert.deepEqual(h.started, ['a']);
     actor.stop();
@@ -436,7 +438,9 @@ describe('session machine: inactivity', () => {
     const actor = h.start();
     actor.send(submit(op('a')));
     actor.send({ type: 'WARNED' });
-    assert.deepEqual(actor.getSnapshot().value, { active: { turn: 'running', inactivity: 'warned' } });
+    assert.deepEqual(actor.getSnapshot().value, {
+      active: { turn: { running: 'thinking' }, inactivity: 'warned' },
+    });
     actor.stop();
   });
 });
@@ -476,7 +480,7 @@ describe('session machine: persisted snapshots', () => {
     actor.send(submit(op('b', { key: 'k2', fingerprint: 'f2' })));
     actor.send(submit(op('c')));
     const live = actor.getSnapshot();
-    assert.ok(live.matches({ active: { turn: 'running' } }));
+    assert.ok(live.matches({ active: { turn: { running: 'thinking' } } }));
     assert.equal(Object.keys(live.context.inflight).length, 2);
 
     const json = persistedSnapshot(live);
@@ -646,7 +650,9 @@ describe('session machine: persisted snapshots', () => {
     restored.send(submit(op('n2')));
     assert.deepEqual(h.joined, [], 'keys in flight before the snapshot are gone');
     assert.deepEqual(h.started, ['old', 'n1']);
-    assert.deepEqual(restored.getSnapshot().value, { active: { turn: 'running', inactivity: 'none' } });
+    assert.deepEqual(restored.getSnapshot().value, {
+      active: { turn: { running: 'thinking' }, inactivity: 'none' },
+    });
     assert.deepEqual(
       restored.getSnapshot().context.queue.map((o) => o.id),
       ['n2'],

@@ -1,0 +1,189 @@
+// The step loop of a turn (DESIGN §13): each step is one model call; when the model asks for tools, the
+// calls are committed before any runs, run in parallel, and each result is committed as it arrives. A turn
+// retried under its Idempotency-Key goes on from what is committed: a stored result is not asked for again,
+// a call without one is made again under the same Idempotency-Key. After `max_steps` tool steps the model is
+// called once more without tools. What the model writes in every step is the reply's text.
+import type { AgentConfig } from '../agents/catalogue.ts';
+import type {
+  ModelMessage,
+  ModelReply,
+  ModelToolCall,
+  ModelToolResult,
+  ModelToolSpec,
+  Usage,
+} from '../agents/provider.ts';
+import { mayCallTools } from '../machines/session.ts';
+import type { NewToolCall, StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type { ToolOutcome } from '../tools/tool.ts';
+import type { OperationContext, OperationDeps } from './operation-context.ts';
+
+/**
+ * One model call of the turn: the turn's steps so far after its history, the agent's tools, and whether it
+ * may call them (out of steps, they are only declared).
+ */
+export type StepModel = (
+  steps: readonly ModelMessage[],
+  tools: { specs: readonly ModelToolSpec[]; choice: 'auto' | 'none' },
+  onDelta: (text: string) => void,
+) => Promise<ModelReply>;
+
+/** The turn's reply: the text of every step, and its tool calls. */
+export interface StepsReply {
+  text: string;
+  stop_reason: StopReason;
+  /** Summed over the turn's model calls. */
+  usage: Usage;
+  tool_calls: ToolCallSummary[];
+}
+
+/** Between the texts of two steps, as stored and as streamed. */
+const STEP_SEPARATOR = '\n\n';
+
+export async function runSteps(
+  deps: OperationDeps,
+  context: OperationContext,
+  turn: { agent: AgentConfig; turnId: string; ask: StepModel; resumed: readonly ToolCallRecord[] },
+): Promise<StepsReply> {
+  const { agent, turnId, ask } = turn;
+  const { entry, observer } = context;
+  const tools = deps.tools.get(agent.id);
+  const steps: ModelMessage[] = [];
+  const summaries: ToolCallSummary[] = [];
+  const usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  const add = (more: Usage | null) => {
+    usage.input_tokens += more?.input_tokens ?? 0;
+    usage.output_tokens += more?.output_tokens ?? 0;
+  };
+  let text = '';
+  /** Streams a step's text, set apart from an earlier step's. */
+  const stepText = () => {
+    let first = true;
+    return (piece: string) => {
+      if (piece === '') return;
+      if (first && text !== '') {
+        text += STEP_SEPARATOR;
+        observer?.delta(STEP_SEPARATOR);
+      }
+      first = false;
+      text += piece;
+      observer?.delta(piece);
+    };
+  };
+
+  /** Runs one committed call (again, when resumed without a result) and commits its result. */
+  const run = async (call: ModelToolCall): Promise<ModelToolResult> => {
+    const tool = tools?.find(call.name);
+    const started = performance.now();
+    const outcome: ToolOutcome = tool
+      ? await tool.call({
+          callId: call.id,
+          turnId,
+          sessionId: entry.session.id,
+          agentId: agent.id,
+          user: entry.session.user,
+          input: call.input,
+          signal: context.signal,
+        })
+      : {
+          status: 'error',
+          output: { error: 'unknown_tool', message: `This agent has no tool ${call.name}.` },
+        };
+    const duration_ms = Math.round(performance.now() - started);
+    await context.commit({
+      toolResults: [{ id: call.id, turn_id: turnId, ...outcome, duration_ms }],
+      event: { type: 'TOOL_RESULT' },
+    });
+    const label = tool ? call.name : 'unknown';
+    deps.metrics.toolCalls.inc({ tool: label, outcome: outcome.status });
+    deps.metrics.toolDuration.observe({ tool: label }, duration_ms / 1000);
+    deps.log.info(
+      {
+        session_id: entry.session.id,
+        turn_id: turnId,
+        call_id: call.id,
+        tool: call.name,
+        outcome: outcome.status,
+        duration_ms,
+      },
+      'tool call',
+    );
+    observer?.toolCompleted?.({ call_id: call.id, name: call.name, ...outcome });
+    summaries.push({ ...call, ...outcome, duration_ms });
+    return { call_id: call.id, name: call.name, ...outcome };
+  };
+
+  /** A result committed by an earlier attempt: told again, not asked for again. */
+  const told = (call: ModelToolCall, record: ToolCallRecord, status: ToolOutcome['status']) => {
+    observer?.toolCompleted?.({ call_id: call.id, name: call.name, status, output: record.output });
+    summaries.push({ ...call, status, output: record.output, duration_ms: record.duration_ms ?? 0 });
+    return { call_id: call.id, name: call.name, status, output: record.output };
+  };
+
+  /** A committed step: its calls, run where their results are missing. */
+  const act = async (calls: readonly (ToolCallRecord | NewToolCall)[], said: string) => {
+    const asked = calls.map(({ id, name, input }) => ({ id, name, input }));
+    steps.push({
+      role: 'assistant',
+      content: said === '' ? [] : [{ type: 'text', text: said }],
+      tool_calls: asked,
+    });
+    for (const c of asked) observer?.toolStarted?.({ call_id: c.id, name: c.name, input: c.input });
+    const results = await Promise.all(
+      calls.map((c) => {
+        const call = { id: c.id, name: c.name, input: c.input };
+        return 'status' in c && c.status !== null ? told(call, c, c.status) : run(call);
+      }),
+    );
+    steps.push({ role: 'tool', results });
+  };
+
+  // Resumed: the committed steps again, as the model wrote them, and the calls that still lack a result.
+  const byStep = new Map<number, ToolCallRecord[]>();
+  for (const c of turn.resumed) byStep.set(c.step, [...(byStep.get(c.step) ?? []), c]);
+  if (byStep.size > 0) {
+    const pending = turn.resumed.filter((c) => c.status === null).length;
+    entry.actor.send({ type: 'STEPS_RESUMED', steps: byStep.size, pending });
+    for (const calls of byStep.values()) {
+      const said = calls[0]?.step_text ?? '';
+      stepText()(said);
+      add(calls[0]?.step_usage ?? null);
+      await act(calls, said);
+    }
+  }
+
+  for (;;) {
+    const specs = tools?.specs() ?? [];
+    const choice = mayCallTools(entry.actor.getSnapshot(), agent.max_steps) ? 'auto' : 'none';
+    const before = text;
+    const reply = await ask(steps, { specs, choice }, stepText());
+    add(reply.usage);
+    if (reply.tool_calls.length === 0 || choice === 'none' || specs.length === 0) {
+      // Out of steps, the model had to answer in text: the turn says why it ended there.
+      const outOfSteps = choice === 'none' && specs.length > 0;
+      const stop_reason = outOfSteps && reply.stop_reason === 'end' ? 'max_steps' : reply.stop_reason;
+      return { text, stop_reason, usage, tool_calls: inAskedOrder(summaries, steps) };
+    }
+    const said = text.slice(before === '' ? 0 : before.length + STEP_SEPARATOR.length);
+    const step = entry.actor.getSnapshot().context.steps + 1;
+    const calls: NewToolCall[] = reply.tool_calls.map((c, position) => ({
+      id: c.id,
+      turn_id: turnId,
+      step,
+      position,
+      name: c.name,
+      input: c.input,
+      step_text: position === 0 && said !== '' ? said : null,
+      step_usage: position === 0 ? reply.usage : null,
+    }));
+    // Committed before any runs: a crash from here on resumes these very calls, under the same keys.
+    await context.commit({ toolCalls: calls, event: { type: 'TOOLS_CALLED', calls: calls.length } });
+    await act(calls, said);
+  }
+}
+
+/** The calls in the order the model asked for them (results arrive in any order). */
+function inAskedOrder(summaries: ToolCallSummary[], steps: readonly ModelMessage[]): ToolCallSummary[] {
+  const asked = steps.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []) : []));
+  const byId = new Map(summaries.map((s) => [s.id, s]));
+  return asked.flatMap((c) => byId.get(c.id) ?? []);
+}
