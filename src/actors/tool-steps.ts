@@ -38,6 +38,8 @@ export interface StepsReply {
 
 /** Between the texts of two steps, as stored and as streamed. */
 const STEP_SEPARATOR = '\n\n';
+/** Calls of one step that are made; the model is told the others were not (DESIGN §16: every cost bounded). */
+export const MAX_CALLS_PER_STEP = 16;
 
 export async function runSteps(
   deps: OperationDeps,
@@ -71,8 +73,8 @@ export async function runSteps(
   };
 
   /** Runs one committed call (again, when resumed without a result) and commits its result. */
-  const run = async (call: ModelToolCall): Promise<ModelToolResult> => {
-    const tool = tools?.find(call.name);
+  const run = async (call: ModelToolCall, position: number): Promise<ModelToolResult> => {
+    const tool = position < MAX_CALLS_PER_STEP ? tools?.find(call.name) : undefined;
     const started = performance.now();
     const outcome: ToolOutcome = tool
       ? await tool.call({
@@ -84,10 +86,7 @@ export async function runSteps(
           input: call.input,
           signal: context.signal,
         })
-      : {
-          status: 'error',
-          output: { error: 'unknown_tool', message: `This agent has no tool ${call.name}.` },
-        };
+      : { status: 'error', output: notCalled(call, position) };
     const duration_ms = Math.round(performance.now() - started);
     await context.commit({
       toolResults: [{ id: call.id, turn_id: turnId, ...outcome, duration_ms }],
@@ -129,9 +128,9 @@ export async function runSteps(
     });
     for (const c of asked) observer?.toolStarted?.({ call_id: c.id, name: c.name, input: c.input });
     const results = await Promise.all(
-      calls.map((c) => {
+      calls.map((c, position) => {
         const call = { id: c.id, name: c.name, input: c.input };
-        return 'status' in c && c.status !== null ? told(call, c, c.status) : run(call);
+        return 'status' in c && c.status !== null ? told(call, c, c.status) : run(call, position);
       }),
     );
     steps.push({ role: 'tool', results });
@@ -179,6 +178,13 @@ export async function runSteps(
     await context.commit({ toolCalls: calls, event: { type: 'TOOLS_CALLED', calls: calls.length } });
     await act(calls, said);
   }
+}
+
+/** Why a call was answered without calling anything: too many in its step, or no such tool. */
+function notCalled(call: ModelToolCall, position: number) {
+  return position >= MAX_CALLS_PER_STEP
+    ? { error: 'too_many_calls', message: `At most ${MAX_CALLS_PER_STEP} calls of one step are made.` }
+    : { error: 'unknown_tool', message: `This agent has no tool ${call.name}.` };
 }
 
 /** The calls in the order the model asked for them (results arrive in any order). */

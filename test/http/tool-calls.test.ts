@@ -138,6 +138,15 @@ describe('a turn whose model calls a tool', () => {
     );
   });
 
+  test('makes at most 16 calls of one step and answers the rest with an error result', async () => {
+    const since = tools.received.length;
+    const asks = Array.from({ length: 17 }, (_, i) => `[[tool:record {"value":"${i}"}]]`).join(' ');
+    const { reply } = await sendTo('toolbot', asks);
+    assert.equal(callsTo('/record', since).length, 16);
+    assert.equal(reply.tool_calls?.length, 17);
+    assert.equal((reply.tool_calls?.[16]?.output as { error?: string } | undefined)?.error, 'too_many_calls');
+  });
+
   test('gives a failing tool to the model as an error result, and the turn still answers', async () => {
     const { reply } = await sendTo('toolbot', '[[tool:broken {"value":"x"}]]');
     const [call] = reply.tool_calls ?? [];
