@@ -121,7 +121,7 @@ export const conversationReply = z
 /** The 200 answer of a streamed send, for the OpenAPI document. */
 export const sseResponse = {
   description:
-    'Server-Sent Events: turn.started, message.delta…, message.completed, turn.completed (or turn.failed)',
+    'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed)',
   content: { 'text/event-stream': { schema: z.string() } },
 };
 
