@@ -86,7 +86,39 @@ const agentFields = z.strictObject({
     })
     .default({ total_ms: 60_000, stall_ms: 20_000 }),
   ...agentToolFields,
+  // Checked on each list, not on the agent, so that they are reported even when another field is wrong.
+  tools: agentToolFields.tools.superRefine((tools, ctx) => {
+    uniqueNames('tool', tools, ctx);
+    for (const [i, tool] of tools.entries()) {
+      if (tool.name.includes('__')) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [i, 'name'],
+          message: 'must not contain __, which is reserved for MCP tools (<server>__<tool>)',
+        });
+      }
+    }
+  }),
+  mcp_servers: agentToolFields.mcp_servers.superRefine((servers, ctx) =>
+    uniqueNames('MCP server', servers, ctx),
+  ),
 });
+
+/** One agent's tools (or MCP servers) are told apart by name: the model calls them by it. */
+function uniqueNames(what: string, items: readonly { name: string }[], ctx: z.RefinementCtx<unknown>) {
+  const first = new Map<string, number>();
+  for (const [i, item] of items.entries()) {
+    const earlier = first.get(item.name);
+    if (earlier === undefined) first.set(item.name, i);
+    else {
+      ctx.addIssue({
+        code: 'custom',
+        path: [i, 'name'],
+        message: `duplicate ${what} name ${item.name} (item ${earlier} has it too)`,
+      });
+    }
+  }
+}
 
 /** An agent whose reply reserve takes its whole window could answer nothing: refused at start. */
 function replyLeavesRoom(
@@ -150,7 +182,10 @@ export const demoAgent: AgentConfig = {
 
 export type Catalogue = ReadonlyMap<string, AgentConfig>;
 
-/** Parses a catalogue document (YAML is a superset of JSON); throws ConfigError naming the bad field. */
+/**
+ * Parses a catalogue document (YAML is a superset of JSON); throws ConfigError with one line per mistake,
+ * each naming its field, so that a bad file is fixed in one go rather than one restart per mistake.
+ */
 export function parseCatalogue(text: string, source = 'the agents file'): Catalogue {
   let document: unknown;
   try {
@@ -158,14 +193,59 @@ export function parseCatalogue(text: string, source = 'the agents file'): Catalo
   } catch (err) {
     throw new ConfigError(`Invalid configuration: ${source} is not YAML or JSON: ${(err as Error).message}`);
   }
-  const parsed = catalogueSchema.safeParse(document);
+  const parsed = catalogueSchema.safeParse(document, { error: missingIsRequired });
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue?.path.join('.') || 'document';
-    throw new ConfigError(`Invalid configuration: ${source}, ${where}: ${issue?.message ?? 'invalid'}`);
+    const lines = parsed.error.issues.flatMap((issue) => mistakes(issue, []));
+    if (lines.length === 1) throw new ConfigError(`Invalid configuration: ${source}, ${lines[0]}`);
+    throw new ConfigError(
+      [
+        `Invalid configuration: ${source} has ${lines.length} mistakes:`,
+        ...lines.map((line) => `${source}, ${line}`),
+      ].join('\n'),
+    );
   }
   return new Map(parsed.data.agents.map((a) => [a.id, Object.freeze(a)]));
 }
+
+/** zod's "expected string, received undefined" for a field that is not there. */
+const missingIsRequired = (issue: { code?: string; input?: unknown }) =>
+  issue.code === 'invalid_type' && issue.input === undefined ? 'required' : undefined;
+
+/**
+ * The lines `<path>: <message>` of one issue. A value that fits none of a union's forms (an MCP server is
+ * `url` or `command`) is told by the form it comes closest to, or, when several are as close, in one line.
+ */
+function mistakes(issue: z.core.$ZodIssue, prefix: PropertyKey[]): string[] {
+  const path = [...prefix, ...issue.path];
+  if (issue.code !== 'invalid_union' || issue.errors.length === 0) {
+    return [`${where(path)}: ${issue.message}`];
+  }
+  const fewest = Math.min(...issue.errors.map((branch) => branch.length));
+  const closest = issue.errors.filter((branch) => branch.length === fewest);
+  if (closest.length === 1 && closest[0]) return closest[0].flatMap((inner) => mistakes(inner, path));
+  const singles = closest.flatMap((branch) => (branch.length === 1 ? branch : []));
+  if (singles.length === closest.length) {
+    // Each form lacks one field: the value has none of the fields that tell the forms apart.
+    if (singles.every((inner) => inner.code === 'invalid_type' && inner.message === 'required')) {
+      return [`${where(path)}: needs one of ${singles.map((inner) => inner.path.join('.')).join(', ')}`];
+    }
+    // Each form refuses one field of another: the value mixes them.
+    if (singles.every((inner) => inner.code === 'unrecognized_keys' && inner.path.length === 0)) {
+      const keys = singles.flatMap((inner) => (inner.code === 'unrecognized_keys' ? inner.keys : []));
+      return [
+        `${where(path)}: has ${keys.toSorted().join(' and ')}, which belong to different forms; keep one`,
+      ];
+    }
+  }
+  const forms = closest.map((branch) =>
+    branch
+      .map((inner) => (inner.path.length ? `${where(inner.path)}: ${inner.message}` : inner.message))
+      .join(', '),
+  );
+  return [`${where(path)}: fits none of its forms (${forms.join('; or ')})`];
+}
+
+const where = (path: PropertyKey[]) => path.map(String).join('.') || 'document';
 
 /** The catalogue the configuration names, or the built-in `demo` agent alone. */
 export function loadCatalogue(file: string | undefined): Catalogue {

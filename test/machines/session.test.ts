@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
 import {
   initialPersistedSnapshot,
+  mayCallTools,
   type OperationRef,
   persistedSnapshot,
   type RejectCode,
@@ -687,6 +688,188 @@ describe('session machine: persisted snapshots', () => {
   it('keeps maxWaiting from the input in the initial persisted snapshot', () => {
     const json = initialPersistedSnapshot({ sessionId: 's', expiresAt: 1, maxWaiting: 2 });
     assert.equal(JSON.parse(json).context.maxWaiting, 2);
+  });
+});
+
+describe('session machine: tool steps', () => {
+  /** An actor whose send `a` is running, with `b` waiting behind it. */
+  function running() {
+    const h = harness();
+    const actor = h.start();
+    actor.send(submit(op('a', { key: 'k1', fingerprint: 'f1' })));
+    actor.send(submit(op('b')));
+    return { h, actor };
+  }
+  const turnOf = (actor: ReturnType<typeof running>['actor']) =>
+    (actor.getSnapshot().value as { active: { turn: unknown } }).active.turn;
+  const stepsOf = (actor: ReturnType<typeof running>['actor']) => {
+    const { steps, pendingCalls } = actor.getSnapshot().context;
+    return { steps, pendingCalls };
+  };
+
+  it('starts a running operation thinking, with no step and no pending call', () => {
+    const { actor } = running();
+    assert.deepEqual(turnOf(actor), { running: 'thinking' });
+    assert.deepEqual(stepsOf(actor), { steps: 0, pendingCalls: 0 });
+    actor.stop();
+  });
+
+  it('moves from thinking to acting on TOOLS_CALLED, counting the step and its calls', () => {
+    const { actor } = running();
+    actor.send({ type: 'TOOLS_CALLED', calls: 3 });
+    assert.deepEqual(turnOf(actor), { running: 'acting' });
+    assert.deepEqual(stepsOf(actor), { steps: 1, pendingCalls: 3 });
+    actor.stop();
+  });
+
+  it('stays acting until the result of the last call, then thinks again, and counts each later step', () => {
+    const { actor, h } = running();
+    actor.send({ type: 'TOOLS_CALLED', calls: 3 });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.deepEqual(turnOf(actor), { running: 'acting' });
+    assert.deepEqual(stepsOf(actor), { steps: 1, pendingCalls: 2 });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.deepEqual(turnOf(actor), { running: 'acting' });
+    assert.deepEqual(stepsOf(actor), { steps: 1, pendingCalls: 1 });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.deepEqual(turnOf(actor), { running: 'thinking' });
+    assert.deepEqual(stepsOf(actor), { steps: 1, pendingCalls: 0 });
+
+    actor.send({ type: 'TOOLS_CALLED', calls: 1 });
+    assert.deepEqual(turnOf(actor), { running: 'acting' });
+    assert.deepEqual(stepsOf(actor), { steps: 2, pendingCalls: 1 });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.deepEqual(turnOf(actor), { running: 'thinking' });
+    assert.deepEqual(stepsOf(actor), { steps: 2, pendingCalls: 0 });
+    assert.deepEqual(h.started, ['a'], 'steps run inside the one operation');
+    actor.stop();
+  });
+
+  it('resumes acting on STEPS_RESUMED with calls still lacking a result', () => {
+    const { actor } = running();
+    actor.send({ type: 'STEPS_RESUMED', steps: 4, pending: 2 });
+    assert.deepEqual(turnOf(actor), { running: 'acting' });
+    assert.deepEqual(stepsOf(actor), { steps: 4, pendingCalls: 2 });
+    actor.send({ type: 'TOOL_RESULT' });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.deepEqual(turnOf(actor), { running: 'thinking' });
+    assert.deepEqual(stepsOf(actor), { steps: 4, pendingCalls: 0 });
+    actor.send({ type: 'TOOLS_CALLED', calls: 1 });
+    assert.deepEqual(stepsOf(actor), { steps: 5, pendingCalls: 1 });
+    actor.stop();
+  });
+
+  it('stays thinking on STEPS_RESUMED with every result committed, taking the steps', () => {
+    const { actor } = running();
+    actor.send({ type: 'STEPS_RESUMED', steps: 3, pending: 0 });
+    assert.deepEqual(turnOf(actor), { running: 'thinking' });
+    assert.deepEqual(stepsOf(actor), { steps: 3, pendingCalls: 0 });
+    actor.stop();
+  });
+
+  it('may call tools while fewer than max steps are committed, and not at max', () => {
+    const { actor } = running();
+    assert.equal(mayCallTools(actor.getSnapshot(), 2), true);
+    actor.send({ type: 'TOOLS_CALLED', calls: 1 });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.equal(mayCallTools(actor.getSnapshot(), 2), true);
+    actor.send({ type: 'TOOLS_CALLED', calls: 1 });
+    actor.send({ type: 'TOOL_RESULT' });
+    assert.equal(actor.getSnapshot().context.steps, 2);
+    assert.equal(mayCallTools(actor.getSnapshot(), 2), false);
+    assert.equal(mayCallTools(actor.getSnapshot(), 3), true);
+    // A resumed turn counts its stored steps against the same limit.
+    const resumed = running();
+    resumed.actor.send({ type: 'STEPS_RESUMED', steps: 8, pending: 0 });
+    assert.equal(mayCallTools(resumed.actor.getSnapshot(), 8), false);
+    assert.equal(mayCallTools(resumed.actor.getSnapshot(), 9), true);
+    resumed.actor.stop();
+    actor.stop();
+  });
+
+  it('resets the steps on DONE, so the next operation starts thinking from none', async () => {
+    const { actor, h } = running();
+    actor.send({ type: 'TOOLS_CALLED', calls: 2 });
+    actor.send({ type: 'TOOL_RESULT' });
+    actor.send({ type: 'TOOL_RESULT' });
+    actor.send({ type: 'TOOLS_CALLED', calls: 1 });
+    assert.deepEqual(stepsOf(actor), { steps: 2, pendingCalls: 1 });
+    // The turn ends while acting, as a failed one does: DONE all the same.
+    await h.resolve('a');
+    assert.deepEqual(h.started, ['a', 'b']);
+    assert.equal(actor.getSnapshot().context.current?.id, 'b');
+    assert.deepEqual(turnOf(actor), { running: 'thinking' });
+    assert.deepEqual(stepsOf(actor), { steps: 0, pendingCalls: 0 });
+    assert.equal(mayCallTools(actor.getSnapshot(), 1), true);
+    await h.resolve('b');
+    assert.deepEqual(turnOf(actor), 'idle');
+    assert.deepEqual(stepsOf(actor), { steps: 0, pendingCalls: 0 });
+    actor.stop();
+  });
+
+  it('ignores step events while no operation runs', () => {
+    const h = harness();
+    const actor = h.start();
+    const before = actor.getSnapshot();
+    for (const event of [
+      { type: 'TOOLS_CALLED', calls: 2 },
+      { type: 'TOOL_RESULT' },
+      { type: 'STEPS_RESUMED', steps: 3, pending: 1 },
+    ] as SessionEvent[]) {
+      actor.send(event);
+    }
+    assert.deepEqual(actor.getSnapshot().value, before.value);
+    assert.deepEqual(actor.getSnapshot().context, settledContext());
+    actor.stop();
+  });
+
+  it('persists a snapshot taken mid-step as settled (turn idle, no steps), which round-trips through JSON and restores', () => {
+    const { actor, h } = running();
+    actor.send({ type: 'WARNED' });
+    actor.send({ type: 'TOOLS_CALLED', calls: 2 });
+    actor.send({ type: 'TOOL_RESULT' });
+    const live = actor.getSnapshot();
+    assert.ok(live.matches({ active: { turn: { running: 'acting' } } }));
+    assert.deepEqual(stepsOf(actor), { steps: 1, pendingCalls: 1 });
+
+    const json = persistedSnapshot(live);
+    const parsed = JSON.parse(json);
+    assert.deepEqual(parsed.value, { active: { turn: 'idle', inactivity: 'warned' } });
+    assert.equal(parsed.context.steps, 0);
+    assert.equal(parsed.context.pendingCalls, 0);
+    // The step events themselves commit the settled snapshot: they leave no trace in it.
+    for (const event of [
+      { type: 'TOOL_RESULT' },
+      { type: 'TOOLS_CALLED', calls: 4 },
+      { type: 'STEPS_RESUMED', steps: 2, pending: 1 },
+    ] as SessionEvent[]) {
+      assert.equal(persistedSnapshot(live, event), json, `with ${event.type}`);
+    }
+    assert.equal(actor.getSnapshot(), live, 'computing it does not disturb the live actor');
+
+    const started = h.started.length;
+    const restored = restore(h.machine, json);
+    const snap = restored.getSnapshot();
+    assert.deepEqual(snap.value, { active: { turn: 'idle', inactivity: 'warned' } });
+    assert.equal(snap.status, 'active');
+    assert.deepEqual(snap.context, settledContext());
+    assert.equal(h.started.length, started, 'restoring runs nothing');
+    assert.equal(persistedSnapshot(snap), json);
+    assert.equal(JSON.stringify(restored.getPersistedSnapshot()), json);
+
+    // The retried turn resumes its steps from the store in the restored actor.
+    restored.send(submit(op('retry', { key: 'k1', fingerprint: 'f1' })));
+    restored.send({ type: 'STEPS_RESUMED', steps: 1, pending: 1 });
+    assert.deepEqual(restored.getSnapshot().value, {
+      active: { turn: { running: 'acting' }, inactivity: 'warned' },
+    });
+    restored.send({ type: 'TOOL_RESULT' });
+    assert.deepEqual(restored.getSnapshot().value, {
+      active: { turn: { running: 'thinking' }, inactivity: 'warned' },
+    });
+    assert.equal(restored.getSnapshot().context.steps, 1);
+    restored.stop();
+    actor.stop();
   });
 });
 

@@ -11,6 +11,7 @@ import { lifecycle } from './lifecycle.ts';
 import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } from './sessions.ts';
 import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
+import { toolCalls } from './tool-calls.ts';
 import { users } from './users.ts';
 
 export type { OpenStore } from './support.ts';
@@ -28,6 +29,7 @@ export function storeContract(name: string, open: OpenStore): void {
       claimShards(f);
       createAndRead(f);
       commitSession(f);
+      toolCalls(f);
       idempotencyRecords(f);
       listSessions(f);
       dueForExpiry(f);
