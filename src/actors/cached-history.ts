@@ -95,6 +95,7 @@ export function messageBytes(message: MessageRecord): number {
   let bytes = 512;
   for (const block of message.content) bytes += 64 + 2 * (block.type === 'text' ? block.text.length : 32);
   if (message.metadata) bytes += 2 * JSON.stringify(message.metadata).length;
+  if (message.tool_calls?.length) bytes += 2 * JSON.stringify(message.tool_calls).length;
   return bytes;
 }
 

@@ -12,6 +12,7 @@ import type {
   ModelToolSpec,
   Usage,
 } from '../agents/provider.ts';
+import { serviceUnavailable } from '../errors.ts';
 import { mayCallTools } from '../machines/session.ts';
 import type { NewToolCall, StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
 import type { ToolOutcome } from '../tools/tool.ts';
@@ -38,7 +39,7 @@ export interface StepsReply {
 
 /** Between the texts of two steps, as stored and as streamed. */
 const STEP_SEPARATOR = '\n\n';
-/** Calls of one step that are made; the model is told the others were not (DESIGN §16: every cost bounded). */
+/** Calls of one step that are kept and made; the model's further ones are dropped (DESIGN §16: every cost bounded). */
 export const MAX_CALLS_PER_STEP = 16;
 
 export async function runSteps(
@@ -73,20 +74,32 @@ export async function runSteps(
   };
 
   /** Runs one committed call (again, when resumed without a result) and commits its result. */
-  const run = async (call: ModelToolCall, position: number): Promise<ModelToolResult> => {
-    const tool = position < MAX_CALLS_PER_STEP ? tools?.find(call.name) : undefined;
+  const run = async (call: ModelToolCall): Promise<ModelToolResult> => {
+    const tool = tools?.find(call.name);
     const started = performance.now();
-    const outcome: ToolOutcome = tool
-      ? await tool.call({
-          callId: call.id,
-          turnId,
-          sessionId: entry.session.id,
-          agentId: agent.id,
-          user: entry.session.user,
-          input: call.input,
-          signal: context.signal,
-        })
-      : { status: 'error', output: notCalled(call, position) };
+    let outcome: ToolOutcome;
+    try {
+      outcome = tool
+        ? await tool.call({
+            callId: call.id,
+            turnId,
+            sessionId: entry.session.id,
+            agentId: agent.id,
+            user: entry.session.user,
+            input: call.input,
+            signal: context.signal,
+          })
+        : {
+            status: 'error',
+            output: { error: 'unknown_tool', message: `This agent has no tool ${call.name}.` },
+          };
+      // A result that cannot be stored (JSON nested too deep to write) would fail every retry of the turn.
+      JSON.stringify(outcome.output);
+    } catch (err) {
+      // Stopping: the call is stored without a result, so a retry under the same key makes it again.
+      if (context.signal.aborted) throw serviceUnavailable('The service is shutting down.', err);
+      outcome = { status: 'error', output: { error: 'failed', message: 'The tool gave no usable result.' } };
+    }
     const duration_ms = Math.round(performance.now() - started);
     await context.commit({
       toolResults: [{ id: call.id, turn_id: turnId, ...outcome, duration_ms }],
@@ -127,12 +140,17 @@ export async function runSteps(
       tool_calls: asked,
     });
     for (const c of asked) observer?.toolStarted?.({ call_id: c.id, name: c.name, input: c.input });
-    const results = await Promise.all(
-      calls.map((c, position) => {
+    // Every call settles before the turn goes on or fails: none writes after its operation has ended.
+    const settled = await Promise.allSettled(
+      calls.map((c) => {
         const call = { id: c.id, name: c.name, input: c.input };
-        return 'status' in c && c.status !== null ? told(call, c, c.status) : run(call, position);
+        return 'status' in c && c.status !== null ? told(call, c, c.status) : run(call);
       }),
     );
+    const results = settled.map((r) => {
+      if (r.status === 'rejected') throw r.reason;
+      return r.value;
+    });
     steps.push({ role: 'tool', results });
   };
 
@@ -164,7 +182,7 @@ export async function runSteps(
     }
     const said = text.slice(before === '' ? 0 : before.length + STEP_SEPARATOR.length);
     const step = entry.actor.getSnapshot().context.steps + 1;
-    const calls: NewToolCall[] = reply.tool_calls.map((c, position) => ({
+    const calls: NewToolCall[] = reply.tool_calls.slice(0, MAX_CALLS_PER_STEP).map((c, position) => ({
       id: c.id,
       turn_id: turnId,
       step,
@@ -178,13 +196,6 @@ export async function runSteps(
     await context.commit({ toolCalls: calls, event: { type: 'TOOLS_CALLED', calls: calls.length } });
     await act(calls, said);
   }
-}
-
-/** Why a call was answered without calling anything: too many in its step, or no such tool. */
-function notCalled(call: ModelToolCall, position: number) {
-  return position >= MAX_CALLS_PER_STEP
-    ? { error: 'too_many_calls', message: `At most ${MAX_CALLS_PER_STEP} calls of one step are made.` }
-    : { error: 'unknown_tool', message: `This agent has no tool ${call.name}.` };
 }
 
 /** The calls in the order the model asked for them (results arrive in any order). */

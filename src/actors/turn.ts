@@ -268,7 +268,8 @@ async function modelCaller(
         if (streamed) throw err;
         if (isContextOverflow(err) && sent.length >= 2) {
           // Files are counted by a fixed guess: an overflow they caused says nothing of how text is counted.
-          if (!hasFiles(sent)) estimateCorrection.overflowed(agent);
+          // Nor does one that later steps' tool results caused.
+          if (!hasFiles(sent) && steps.length === 0) estimateCorrection.overflowed(agent);
           sent = halveHistory(sent);
         } else if (refusedWithFiles(err, sent)) {
           // A model that takes no images (or no such file) would refuse every later turn of the session too,

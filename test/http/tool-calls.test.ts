@@ -19,7 +19,7 @@ interface Received {
   body: { tool: string; call_id: string; turn_id: string; session_id: string; input: { value?: string } };
 }
 
-/** Tools on loopback: `/record` answers what it was given, `/fail` answers 500. */
+/** Tools on loopback: `/record` answers what it was given, `/fail` answers 500, `/deep` unwritable JSON. */
 async function startTools(): Promise<{ url: string; received: Received[]; server: Server }> {
   const received: Received[] = [];
   const server = createServer((req, res) => {
@@ -31,6 +31,13 @@ async function startTools(): Promise<{ url: string; received: Received[]; server
     req.on('end', () => {
       const body = JSON.parse(text);
       received.push({ path: req.url ?? '', headers: req.headers, body });
+      if (req.url === '/deep') {
+        // Valid JSON nested deeper than JSON.stringify can write back.
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(`${'['.repeat(10_000)}${']'.repeat(10_000)}`);
+        return;
+      }
       if (req.url === '/fail') {
         res.writeHead(500, { 'content-type': 'text/plain' }).end('the tool broke');
         return;
@@ -51,6 +58,7 @@ const agentsUsing = (url: string) => [
     tools: [
       { name: 'record', description: 'Records a value', input_schema: schema, url: `${url}/record` },
       { name: 'broken', description: 'Always fails', input_schema: schema, url: `${url}/fail` },
+      { name: 'deep', description: 'Answers unwritable JSON', input_schema: schema, url: `${url}/deep` },
     ],
   },
   {
@@ -138,13 +146,15 @@ describe('a turn whose model calls a tool', () => {
     );
   });
 
-  test('makes at most 16 calls of one step and answers the rest with an error result', async () => {
+  test('keeps and makes at most 16 calls of one step', async () => {
     const since = tools.received.length;
-    const asks = Array.from({ length: 17 }, (_, i) => `[[tool:record {"value":"${i}"}]]`).join(' ');
+    const asks = Array.from({ length: 40 }, (_, i) => `[[tool:record {"value":"${i}"}]]`).join(' ');
     const { reply } = await sendTo('toolbot', asks);
     assert.equal(callsTo('/record', since).length, 16);
-    assert.equal(reply.tool_calls?.length, 17);
-    assert.equal((reply.tool_calls?.[16]?.output as { error?: string } | undefined)?.error, 'too_many_calls');
+    assert.deepEqual(
+      reply.tool_calls?.map((c) => c.input),
+      Array.from({ length: 16 }, (_, i) => ({ value: String(i) })),
+    );
   });
 
   test('gives a failing tool to the model as an error result, and the turn still answers', async () => {
@@ -153,6 +163,14 @@ describe('a turn whose model calls a tool', () => {
     assert.equal(call?.status, 'error');
     assert.deepEqual(call?.output, { error: 'status', status: 500, message: 'the tool broke' });
     assert.match(textOf(reply), /Tools: broken error/);
+  });
+
+  test('gives a result too deeply nested to store to the model as an error result', async () => {
+    const { reply } = await sendTo('toolbot', '[[tool:deep]]');
+    assert.deepEqual(reply.tool_calls?.[0]?.output, {
+      error: 'failed',
+      message: 'The tool gave no usable result.',
+    });
   });
 
   test('answers a call of a tool the agent does not have with an error result', async () => {
