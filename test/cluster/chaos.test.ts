@@ -2,7 +2,9 @@
 // while the owner of some shards is SIGKILLed (and restarted), another is SIGSTOPped for twice the lease
 // TTL, and Redis itself is restarted empty. Afterwards every acknowledged send must be stored exactly once
 // with exactly one reply, in order, and no message may have been committed under a stale fencing epoch
-// (DESIGN.md §10). The lease TTL is 3 s, so that the whole run stays near a minute.
+// (DESIGN.md §10). Half of the sessions belong to an agent with a key-honouring HTTP tool, and every third
+// send of theirs calls it: each such acknowledged turn's call must have taken effect exactly once
+// (DESIGN §13). The lease TTL is 3 s, so that the whole run stays near a minute.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,12 +13,14 @@ import {
   call,
   checkEpochOrder,
   checkSessions,
+  checkToolTurns,
   createSessions,
   type Load,
   startLoad,
   summarizeMisses,
 } from '../helpers/load.ts';
 import { killLeftoverChildren } from '../helpers/process.ts';
+import { startToolReceiver, toolAgent, writeAgentsFile } from '../helpers/tool-receiver.ts';
 
 after(killLeftoverChildren);
 
@@ -38,12 +42,31 @@ const allAckedSince = (load: Load, sessions: readonly string[], since: number) =
 test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exactly once, in order, under growing epochs', {
   timeout: 240_000,
 }, async (t) => {
-  const cluster = await startCluster(t, { nodes: 3, store: 'sqlite', leaseTtlMs: ttl });
+  const receiver = await startToolReceiver(t);
+  // The built-in demo agent as a file says it, and the tool agent. Their windows are large enough for any
+  // history to fit by its bytes alone: no token is counted, as for the built-in demo.
+  const agentsFile = await writeAgentsFile(t, [
+    {
+      id: 'demo',
+      name: 'Demo',
+      instructions: 'You are a friendly demo agent. Answer briefly.',
+      context_window: 1_000_000,
+    },
+    { ...toolAgent(receiver.url), context_window: 1_000_000 },
+  ]);
+  const cluster = await startCluster(t, {
+    nodes: 3,
+    store: 'sqlite',
+    leaseTtlMs: ttl,
+    env: { PARLEY_AGENTS_FILE: agentsFile },
+  });
   if (!cluster) return;
   await cluster.waitUntilSettled();
   const { urls, apiKey } = cluster;
 
-  const sessions = await createSessions(urls, apiKey, 30);
+  const demoSessions = await createSessions(urls, apiKey, 15);
+  const toolSessions = await createSessions(urls, apiKey, 15, 'toolbot');
+  const sessions = demoSessions.flatMap((s, i) => [s, toolSessions[i] as string]);
   // The victim of the SIGKILL owns a probe session of its own, created through it (so in one of its
   // shards), that the load does not touch: the measure of how soon its sessions are served again.
   const victimId = await cluster.ownerOfSession(sessions[0] as string);
@@ -59,7 +82,15 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   for (const s of sessions) if ((await cluster.ownerOfSession(s)) === victimId) victimSessions.push(s);
   assert.ok(victimSessions.length > 0, 'the victim owns some of the loaded sessions');
 
-  const load = startLoad({ urls, apiKey, sessions, thinkMs: 50, requestTimeoutMs: 4_000, maxTurns: 400 });
+  const load = startLoad({
+    urls,
+    apiKey,
+    sessions,
+    thinkMs: 50,
+    requestTimeoutMs: 4_000,
+    maxTurns: 400,
+    tools: { sessions: new Set(toolSessions), every: 3 },
+  });
   t.after(() => load.abort());
   await waitFor('warm-up', () => sessions.every((s) => (load.acked.get(s)?.length ?? 0) >= 3));
 
@@ -114,9 +145,10 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   );
 
   const result = await load.stop();
+  const keys = receiver.applications.size;
   t.diagnostic(
     `${result.attempts} attempts, ${[...result.acked.values()].reduce((n, a) => n + a.length, 0)} acknowledged; ` +
-      `misses: ${summarizeMisses(result.misses)}`,
+      `misses: ${summarizeMisses(result.misses)}; the tool got ${receiver.requests.length} calls under ${keys} keys`,
   );
   assert.deepEqual(
     result.misses.filter((m) => !m.retried),
@@ -129,4 +161,6 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   assert.deepEqual(problems, [], problems.slice(0, 20).join('\n'));
   const epochs = checkEpochOrder(cluster.sqliteFile);
   assert.deepEqual(epochs, [], epochs.slice(0, 20).join('\n'));
+  const toolTurns = checkToolTurns(result, receiver, cluster.sqliteFile);
+  assert.deepEqual(toolTurns, [], toolTurns.slice(0, 20).join('\n'));
 });

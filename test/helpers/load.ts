@@ -2,11 +2,14 @@
 // that reads every session back afterwards. Each session sends "seq 1", "seq 2", … in order, each with
 // Idempotency-Key `<session>-<n>`, spread over the processes; a send that meets a process going away
 // (503, 502/504, refused, reset, timeout) is retried unchanged on another one, as a client behind a load
-// balancer would, until it is acknowledged. What was acknowledged must then be stored exactly once.
+// balancer would, until it is acknowledged. What was acknowledged must then be stored exactly once. Some
+// sessions may belong to a tool agent, whose every n-th send asks for a call of a key-honouring tool
+// (tool-receiver.ts): each such turn's call must then have taken effect exactly once.
 
 import { DatabaseSync } from 'node:sqlite';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, errors, request } from 'undici';
+import { inputValue, recordDirective, recordedOutput, type ToolReceiver } from './tool-receiver.ts';
 
 export interface Answer {
   status: number;
@@ -112,11 +115,11 @@ export async function callAnyNode(
   }
 }
 
-/** Creates `count` sessions of the `demo` agent, through the nodes in turn; no user, no context. */
-export async function createSessions(urls: readonly string[], apiKey: string, count: number) {
+/** Creates `count` sessions of `agent` (default `demo`), through the nodes in turn; no user, no context. */
+export async function createSessions(urls: readonly string[], apiKey: string, count: number, agent = 'demo') {
   const ids: string[] = [];
   for (let i = 0; i < count; i++) {
-    const created = await callAnyNode(urls, apiKey, 'POST', '/v1/agents/demo/sessions', {}, { first: i });
+    const created = await callAnyNode(urls, apiKey, 'POST', `/v1/agents/${agent}/sessions`, {}, { first: i });
     if (created.status !== 201)
       throw new Error(`session creation: ${created.status} ${JSON.stringify(created.body)}`);
     ids.push(String(created.body.id));
@@ -127,6 +130,34 @@ export async function createSessions(urls: readonly string[], apiKey: string, co
 /** What the built-in `demo` agent (scripted provider) answers to a message, in a session with no context. */
 export const demoReply = (text: string) => `Hello! You said: "${text}".`;
 
+/** A tool call as a reply shows it (DESIGN §13). */
+export interface ToolCallSeen {
+  id: string;
+  name: string;
+  input: unknown;
+  output: unknown;
+  status: string;
+  duration_ms: number;
+}
+
+/** Which sends of the load ask for a tool call: every `every`-th send of the tool agent's sessions. */
+export interface ToolSends {
+  /** Sessions of an agent with the `record` tool (toolAgent in tool-receiver.ts). */
+  sessions: ReadonlySet<string>;
+  every: number;
+}
+
+/** The value a send's tool call records, unique to the send; undefined for a send that calls no tool. */
+export function toolValueOf(tools: ToolSends | undefined, session: string, seq: number): string | undefined {
+  return tools?.sessions.has(session) && seq % tools.every === 0 ? `${session}-${seq}` : undefined;
+}
+
+/** What a send of the load says: `seq <n>`, with the tool's directive on a tool send. */
+export function sendText(tools: ToolSends | undefined, session: string, seq: number): string {
+  const value = toolValueOf(tools, session, seq);
+  return value === undefined ? `seq ${seq}` : `seq ${seq} ${recordDirective(value)}`;
+}
+
 export interface Acked {
   seq: number;
   replyId: string;
@@ -136,6 +167,8 @@ export interface Acked {
   /** Date.now() when it arrived. */
   at: number;
   replayed: boolean;
+  /** The reply's tool calls, as acknowledged. */
+  toolCalls?: ToolCallSeen[] | null;
 }
 
 /** An attempt that was not a 201. */
@@ -163,6 +196,8 @@ export interface LoadResult {
   misses: Miss[];
   /** Attempts in all. */
   attempts: number;
+  /** The load's tool sends, if any. */
+  tools?: ToolSends | undefined;
 }
 
 export interface LoadOptions {
@@ -186,6 +221,8 @@ export interface LoadOptions {
    * only to the nodes whose last answer was 200 (on top of `eligible`). Off by default.
    */
   readinessPollMs?: number;
+  /** Which sends ask for a tool call (none by default). */
+  tools?: ToolSends;
 }
 
 export interface Load {
@@ -209,6 +246,7 @@ export function startLoad(options: LoadOptions): Load {
     messageDeadlineMs = 30_000,
     eligible: allowed = () => true,
     readinessPollMs,
+    tools,
   } = options;
   const acked = new Map<string, Acked[]>();
   const unacked = new Map<string, number>();
@@ -231,7 +269,7 @@ export function startLoad(options: LoadOptions): Load {
   const eligible = (i: number) => allowed(i) && ready[i] === true;
 
   const sendOne = async (session: string, index: number, seq: number): Promise<boolean> => {
-    const text = `seq ${seq}`;
+    const text = sendText(tools, session, seq);
     const deadline = Date.now() + messageDeadlineMs;
     for (let attempt = 0; ; attempt++) {
       // Successive attempts go to successive nodes: a retry lands elsewhere, as behind a balancer.
@@ -257,6 +295,7 @@ export function startLoad(options: LoadOptions): Load {
           node: answer.node,
           at: Date.now(),
           replayed: answer.headers['idempotent-replayed'] === 'true',
+          toolCalls: reply?.tool_calls ?? null,
         });
         acked.set(session, list);
         return true;
@@ -302,7 +341,7 @@ export function startLoad(options: LoadOptions): Load {
     async stop() {
       stopping = true;
       await running;
-      return { acked, unacked, misses, attempts };
+      return { acked, unacked, misses, attempts, tools };
     },
     async abort() {
       stopping = true;
@@ -314,7 +353,7 @@ export function startLoad(options: LoadOptions): Load {
 
 /** Reads every message of a session, 100 at a time, through any node. */
 export async function readMessages(urls: readonly string[], apiKey: string, session: string, first = 0) {
-  const messages: Array<{ id: string; role: string; text: string }> = [];
+  const messages: Array<{ id: string; role: string; text: string; toolCalls: ToolCallSeen[] | null }> = [];
   let offset: number | null = 0;
   while (offset !== null) {
     const page = await callAnyNode(
@@ -327,8 +366,18 @@ export async function readMessages(urls: readonly string[], apiKey: string, sess
     );
     if (page.status !== 200)
       throw new Error(`messages of ${session}: ${page.status} ${JSON.stringify(page.body)}`);
-    for (const m of page.body.items as Array<{ id: string; role: string; content: { text?: string }[] }>) {
-      messages.push({ id: m.id, role: m.role, text: m.content.map((b) => b.text ?? '').join('') });
+    for (const m of page.body.items as Array<{
+      id: string;
+      role: string;
+      content: { text?: string }[];
+      tool_calls?: ToolCallSeen[] | null;
+    }>) {
+      messages.push({
+        id: m.id,
+        role: m.role,
+        text: m.content.map((b) => b.text ?? '').join(''),
+        toolCalls: m.tool_calls ?? null,
+      });
     }
     offset = page.body.next_offset as number | null;
   }
@@ -338,7 +387,8 @@ export async function readMessages(urls: readonly string[], apiKey: string, sess
 /**
  * Reads every session back and lists what is wrong (empty when all is well): user messages exactly
  * "seq 1".."seq n" in order, each once; every acknowledged send stored, with the very reply that was
- * acknowledged; exactly one reply after each user message; messages_count agrees.
+ * acknowledged; exactly one reply after each user message, which shows one `record` call, ok, after a tool
+ * send and none after another; messages_count agrees.
  */
 export async function checkSessions(
   urls: readonly string[],
@@ -367,7 +417,8 @@ export async function checkSessions(
       );
     }
     users.forEach((m, k) => {
-      if (m.text !== `seq ${k + 1}`) say(`user message ${k + 1} is ${JSON.stringify(m.text)}`);
+      if (m.text !== sendText(result.tools, session, k + 1))
+        say(`user message ${k + 1} is ${JSON.stringify(m.text)}`);
     });
 
     // user, assistant, user, assistant…; only a given-up last send may lack its reply.
@@ -379,15 +430,21 @@ export async function checkSessions(
         break;
       }
       if (reply === undefined) {
-        if (pending === undefined || user.text !== `seq ${pending}`) say(`${user.text} has no reply`);
+        if (pending === undefined || user.text !== sendText(result.tools, session, pending))
+          say(`${user.text} has no reply`);
         break;
       }
       if (reply.role !== 'assistant') {
         say(`${user.text} is followed by a ${reply.role} message (${reply.text}), not one reply`);
         break;
       }
-      if (reply.text !== expectedReply(user.text))
+      const value = toolValueOf(result.tools, session, k / 2 + 1);
+      if (reply.text !== withTool(expectedReply(user.text), value))
         say(`the reply to ${user.text} is ${JSON.stringify(reply.text)}`);
+      const calls = reply.toolCalls ?? [];
+      if (value === undefined ? calls.length > 0 : !isRecordCall(calls, value)) {
+        say(`the reply to ${user.text} shows the tool calls ${JSON.stringify(reply.toolCalls)}`);
+      }
       const ack = acks[k / 2];
       if (ack && ack.replyId !== reply.id) {
         say(`seq ${ack.seq} was acknowledged with reply ${ack.replyId}, but ${reply.id} is stored`);
@@ -403,6 +460,79 @@ export async function checkSessions(
       say(`messages_count ${got.body.messages_count}, ${messages.length} messages listed`);
   }
   return problems;
+}
+
+/**
+ * The scripted agent's reply to a tool send, around what it answers to any message: the first step's text,
+ * then the final step's, which tells what the tool gave (src/agents/scripted.ts).
+ */
+const withTool = (reply: string, value: string | undefined) =>
+  value === undefined
+    ? reply
+    : `Let me use record.\n\n${reply} Tools: record ok ${JSON.stringify(recordedOutput(value))}.`;
+
+/** Whether a reply's tool calls are exactly one `record` call of `value`, ok. */
+const isRecordCall = (calls: readonly ToolCallSeen[], value: string) =>
+  calls.length === 1 &&
+  calls[0]?.name === 'record' &&
+  calls[0].status === 'ok' &&
+  JSON.stringify(calls[0].output) === JSON.stringify(recordedOutput(value));
+
+/**
+ * Lists what is wrong with the acknowledged tool sends (empty when all is well), with the tool's own record
+ * and the store's (SQLite, read-only): each one's reply was acknowledged with one `record` call, ok; the
+ * turn of its reply (from `messages`) has exactly one row in `tool_calls`, with its result; the tool saw
+ * exactly one Idempotency-Key for that turn (`<turn_id>:<call_id>`, that call's), applied once; and every
+ * request carrying the send's value came under that key, so that no other turn of the same send took effect.
+ */
+export function checkToolTurns(
+  result: LoadResult,
+  receiver: Pick<ToolReceiver, 'requests' | 'applications'>,
+  sqliteFile: string,
+): string[] {
+  const problems: string[] = [];
+  const db = new DatabaseSync(sqliteFile, { readOnly: true });
+  try {
+    const turnOf = db.prepare('SELECT turn_id FROM messages WHERE id = ?');
+    const callsOf = db.prepare(
+      'SELECT id, status FROM tool_calls WHERE session_id = ? AND turn_id = ? ORDER BY step, position',
+    );
+    const keysOfValue = new Map<unknown, Set<string>>();
+    for (const request of receiver.requests) {
+      const value = inputValue(request.body?.input);
+      keysOfValue.set(value, (keysOfValue.get(value) ?? new Set()).add(request.key));
+    }
+    let checked = 0;
+    for (const [session, acks] of result.acked) {
+      for (const ack of acks) {
+        const value = toolValueOf(result.tools, session, ack.seq);
+        if (value === undefined) continue;
+        checked++;
+        const say = (what: string) => problems.push(`${session} seq ${ack.seq}: ${what}`);
+        if (!isRecordCall(ack.toolCalls ?? [], value))
+          say(`acknowledged with the tool calls ${JSON.stringify(ack.toolCalls)}`);
+        const turn = (turnOf.get(ack.replyId) as { turn_id?: string } | undefined)?.turn_id;
+        if (turn === undefined) {
+          say(`its reply ${ack.replyId} is not stored`);
+          continue;
+        }
+        const stored = callsOf.all(session, turn) as unknown as { id: string; status: string | null }[];
+        if (stored.length !== 1 || stored[0]?.status !== 'ok')
+          say(`turn ${turn} stored the tool calls ${JSON.stringify(stored)}`);
+        const keys = [...receiver.applications].filter(([key]) => key.startsWith(`${turn}:`));
+        const expected = `${turn}:${ack.toolCalls?.[0]?.id}`;
+        if (keys.length !== 1 || keys[0]?.[0] !== expected || keys[0][1] !== 1)
+          say(`the tool applied ${JSON.stringify(keys)} for turn ${turn}, not ${expected} once`);
+        const ofValue = [...(keysOfValue.get(value) ?? [])];
+        if (ofValue.length !== 1 || ofValue[0] !== expected)
+          say(`the tool was called for ${value} under the keys ${JSON.stringify(ofValue)}`);
+      }
+    }
+    if (checked === 0) problems.push('no acknowledged tool send to check');
+    return problems;
+  } finally {
+    db.close();
+  }
 }
 
 /**

@@ -1,0 +1,227 @@
+// Acceptance of issue 17 (DESIGN §13, durable step loop): a tool call in flight when the owner of its session
+// is SIGKILLed. The send is retried under its Idempotency-Key through another process, the new owner resumes
+// the turn from what was committed and calls the tool again under the same key, so a tool that honours the
+// key takes effect once, and the turn is stored once with its one tool call.
+import assert from 'node:assert/strict';
+import { DatabaseSync } from 'node:sqlite';
+import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Cluster, startCluster } from '../helpers/cluster.ts';
+import { type Answer, call, readMessages, retryableStatus } from '../helpers/load.ts';
+import { killLeftoverChildren } from '../helpers/process.ts';
+import {
+  recordDirective,
+  recordedOutput,
+  startToolReceiver,
+  toolAgent,
+  writeAgentsFile,
+} from '../helpers/tool-receiver.ts';
+
+after(killLeftoverChildren);
+
+interface StoredCall {
+  turn_id: string;
+  id: string;
+  name: string;
+  status: string | null;
+  output: string | null;
+}
+
+interface StoredMessage {
+  id: string;
+  role: string;
+  turn_id: string;
+  tool_calls: string | null;
+}
+
+/** The session's rows of `tool_calls` and `messages`, read from the shared file while the processes run. */
+function storedTurn(sqliteFile: string, sessionId: string) {
+  const db = new DatabaseSync(sqliteFile, { readOnly: true });
+  try {
+    return {
+      calls: db
+        .prepare(
+          'SELECT turn_id, id, name, status, output FROM tool_calls WHERE session_id = ? ORDER BY rowid',
+        )
+        .all(sessionId) as unknown as StoredCall[],
+      messages: db
+        .prepare('SELECT id, role, turn_id, tool_calls FROM messages WHERE session_id = ? ORDER BY rowid')
+        .all(sessionId) as unknown as StoredMessage[],
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Sends through `nodes` in turn until an answer that is not a process going away (503 while the lease moves,
+ * 502/504 from a forward to the dead owner, no answer at all); throws after `deadlineMs`.
+ */
+async function sendUntilAnswered(
+  cluster: Cluster,
+  nodes: readonly number[],
+  path: string,
+  body: unknown,
+  key: string,
+  deadlineMs: number,
+): Promise<{ answer: Answer; misses: string[] }> {
+  const deadline = Date.now() + deadlineMs;
+  const misses: string[] = [];
+  for (let attempt = 0; ; attempt++) {
+    const node = nodes[attempt % nodes.length] as number;
+    // Long enough for a turn whose tool call the receiver holds.
+    const answer = await call(
+      cluster.urls[node] as string,
+      cluster.apiKey,
+      'POST',
+      path,
+      body,
+      { 'idempotency-key': key },
+      30_000,
+    );
+    if ('status' in answer && !retryableStatus(answer.status)) return { answer, misses };
+    misses.push(
+      'status' in answer ? `${answer.status} ${answer.body?.error?.code ?? ''}`.trim() : answer.error,
+    );
+    if (Date.now() > deadline) throw new Error(`no answer within ${deadlineMs} ms: ${misses.join(', ')}`);
+    await sleep(100);
+  }
+}
+
+test('a tool call in flight when its owner is SIGKILLed is made again under the same Idempotency-Key, takes effect once, and its turn is stored once', {
+  timeout: 180_000,
+}, async (t) => {
+  const receiver = await startToolReceiver(t);
+  const cluster = await startCluster(t, {
+    nodes: 3,
+    store: 'sqlite',
+    env: { PARLEY_AGENTS_FILE: await writeAgentsFile(t, [toolAgent(receiver.url)]) },
+  });
+  if (!cluster) return;
+  await cluster.waitUntilSettled();
+  const { urls, apiKey } = cluster;
+
+  const created = await call(urls[0] as string, apiKey, 'POST', '/v1/agents/toolbot/sessions', {});
+  assert.ok('status' in created && created.status === 201, JSON.stringify(created));
+  const sessionId = String(created.body.id);
+  const ownerId = await cluster.ownerOfSession(sessionId);
+  assert.ok(ownerId, 'the session lies in a shard with an owner');
+  const owner = await cluster.indexOf(ownerId);
+  assert.ok(owner >= 0, `${ownerId} is one of the three`);
+  const [entry, other] = [0, 1, 2].filter((i) => i !== owner) as [number, number];
+
+  // The first attempt goes through a process that forwards it to the owner; the tool holds its answer.
+  receiver.hold();
+  const firstCall = receiver.nextRequest();
+  const path = `/v1/agents/sessions/${sessionId}/messages`;
+  const send = { content: `Please keep this. ${recordDirective('v1')}` };
+  const key = 'tool-failover-1';
+  const first = call(urls[entry] as string, apiKey, 'POST', path, send, { 'idempotency-key': key }, 30_000);
+  const called = await firstCall;
+  assert.ok(called.body, called.raw);
+  assert.equal(called.key, `${called.body.turn_id}:${called.body.call_id}`);
+  assert.deepEqual(called.body.input, { value: 'v1' });
+
+  // The call reached the tool, so it was committed first: stored without a result.
+  const before = storedTurn(cluster.sqliteFile, sessionId);
+  assert.deepEqual(
+    before.calls.map((c) => [c.turn_id, c.id, c.status]),
+    [[called.body.turn_id, called.body.call_id, null]],
+    'the call is committed, its result is not',
+  );
+  assert.deepEqual(
+    before.messages.map((m) => m.role),
+    ['user'],
+  );
+
+  await cluster.nodes[owner]?.stop('SIGKILL');
+  const firstAnswer = await first;
+  assert.ok(
+    !('status' in firstAnswer) || firstAnswer.status !== 201,
+    `the attempt whose owner died was not answered 201: ${JSON.stringify(firstAnswer)}`,
+  );
+
+  // The same send, retried through the live processes until one serves it (the lease expires meanwhile).
+  const killedAt = Date.now();
+  const secondCall = receiver.nextRequest();
+  const retried = sendUntilAnswered(cluster, [other, entry], path, send, key, cluster.leaseTtlMs + 30_000);
+  const first_ = await Promise.race([
+    secondCall.then(() => 'the tool was called again' as const),
+    retried.then(({ answer }) => `the retry was answered ${answer.status}: ${JSON.stringify(answer.body)}`),
+  ]);
+  assert.equal(first_, 'the tool was called again', 'the resumed turn calls the tool before it answers');
+  const again = await secondCall;
+  t.diagnostic(`the new owner called the tool again ${again.at - killedAt} ms after the SIGKILL`);
+  receiver.release();
+
+  const { answer, misses } = await retried;
+  const counts = new Map<string, number>();
+  for (const miss of misses) counts.set(miss, (counts.get(miss) ?? 0) + 1);
+  t.diagnostic(
+    `the first attempt got ${'status' in firstAnswer ? `${firstAnswer.status} ${firstAnswer.body?.error?.code}` : firstAnswer.error}; the retry was ` +
+      `answered after ${[...counts].map(([miss, n]) => `${miss} ×${n}`).join(', ') || 'no miss'}`,
+  );
+  assert.equal(answer.status, 201, JSON.stringify(answer.body));
+  assert.notEqual(answer.node, ownerId, 'a live process answered');
+  assert.equal(answer.headers['idempotent-replayed'], undefined, 'the turn was finished now, not replayed');
+  const reply = answer.body.agent_message;
+  const text = String(reply.content[0]?.text);
+  assert.ok(
+    text.endsWith(`Tools: record ok ${JSON.stringify(recordedOutput('v1'))}.`),
+    `the reply ends the turn with the tool's result: ${text}`,
+  );
+  assert.deepEqual(
+    reply.tool_calls.map((c: { id: string; name: string; status: string; output: unknown }) => [
+      c.id,
+      c.name,
+      c.status,
+      c.output,
+    ]),
+    [[called.body.call_id, 'record', 'ok', recordedOutput('v1')]],
+  );
+
+  // The tool saw one call, twice: the same key, applied once.
+  assert.equal(receiver.requests.length, 2, JSON.stringify(receiver.requests));
+  assert.deepEqual(
+    receiver.requests.map((r) => r.key),
+    [called.key, called.key],
+  );
+  assert.deepEqual(again.body, called.body, 'the call is made again as it was first made');
+  assert.deepEqual([...receiver.applications], [[called.key, 1]]);
+
+  // Stored once: one user message, one reply, one tool call with its one result.
+  const stored = storedTurn(cluster.sqliteFile, sessionId);
+  assert.deepEqual(
+    stored.calls.map((c) => [c.turn_id, c.id, c.name, c.status, c.output && JSON.parse(c.output)]),
+    [[called.body.turn_id, called.body.call_id, 'record', 'ok', recordedOutput('v1')]],
+  );
+  assert.deepEqual(
+    stored.messages.map((m) => [m.role, m.turn_id]),
+    [
+      ['user', called.body.turn_id],
+      ['assistant', called.body.turn_id],
+    ],
+  );
+  assert.equal(stored.messages[1]?.id, reply.id);
+  assert.equal(JSON.parse(stored.messages[1]?.tool_calls ?? 'null')?.length, 1);
+
+  const live = [entry, other].map((i) => urls[i] as string);
+  const listed = await readMessages(live, apiKey, sessionId);
+  assert.deepEqual(
+    listed.map((m) => m.role),
+    ['user', 'assistant'],
+  );
+  assert.equal(listed[0]?.text, send.content);
+  assert.equal(listed[1]?.id, reply.id);
+  assert.deepEqual(
+    listed[1]?.toolCalls?.map((c) => [c.id, c.status]),
+    [[called.body.call_id, 'ok']],
+  );
+
+  // And the same send once more replays the stored answer: no third call.
+  const replay = await call(urls[entry] as string, apiKey, 'POST', path, send, { 'idempotency-key': key });
+  assert.ok('status' in replay && replay.status === 201, JSON.stringify(replay));
+  assert.equal(replay.headers['idempotent-replayed'], 'true');
+  assert.deepEqual(replay.body.agent_message, reply);
+  assert.equal(receiver.requests.length, 2);
+});
