@@ -80,6 +80,11 @@ export class SessionService {
     return agent;
   }
 
+  /** Whether the end user sees the agent's tool calls; false for an agent no longer in the catalogue. */
+  exposesTools(agentId: string): boolean {
+    return this.#o.catalogue.get(agentId)?.expose_tools ?? false;
+  }
+
   async createSession(tenantId: string, agentId: string, fields: SessionFields): Promise<SessionRecord> {
     const agent = this.agent(agentId);
     const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;

@@ -32,7 +32,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
 }> = async (app, { store, sessions, pingMs }) => {
   /** The end user sees no metadata, and tool calls only where the agent exposes them. */
   const view = (request: FastifyRequest) => {
-    const tools = sessions.agent(tokenOf(request).agentId).expose_tools;
+    const tools = sessions.exposesTools(tokenOf(request).agentId);
     return { message: (m: PublicMessage) => conversationMessage(m, tools), tools };
   };
   app.get(
