@@ -34,7 +34,7 @@ import { requireDeclaredSessions } from './http/route-config.ts';
 import { nulIssues, validatorCompiler } from './http/validation.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
-import { AgentTools, type ToolSource } from './tools/agent-tools.ts';
+import { AgentTools } from './tools/agent-tools.ts';
 import { httpTool } from './tools/http-tool.ts';
 
 declare module 'fastify' {
@@ -96,17 +96,17 @@ async function providerFor(
 
 /**
  * Each agent's tools: its HTTP tools, and its MCP servers connected (loaded only when an agent has one). A
- * secret or header variable that is not set stops the start; an MCP server that is down does not.
+ * secret or header variable that is not set stops the start before any server is started; an MCP server
+ * that is down does not stop it. Every agent's servers connect at once.
  */
 async function toolsFor(
   catalogue: Catalogue,
   config: Config,
   log: FastifyBaseLogger,
 ): Promise<Map<string, AgentTools>> {
-  const tools = new Map<string, AgentTools>();
-  for (const agent of catalogue.values()) {
-    if (agent.tools.length === 0 && agent.mcp_servers.length === 0) continue;
-    const http = agent.tools.map((tool) => {
+  const agents = [...catalogue.values()].filter((a) => a.tools.length > 0 || a.mcp_servers.length > 0);
+  const http = agents.map((agent) =>
+    agent.tools.map((tool) => {
       const secret = tool.secret_env === undefined ? undefined : config.toolEnv[tool.secret_env];
       if (tool.secret_env !== undefined && !secret) {
         throw new ConfigError(
@@ -114,20 +114,30 @@ async function toolsFor(
         );
       }
       return httpTool(tool, secret === undefined ? {} : { secret });
-    });
-    let servers: ToolSource[] = [];
-    if (agent.mcp_servers.length > 0) {
-      const { connectMcpServers } = await import('./tools/mcp-tools.ts');
-      try {
-        servers = await connectMcpServers(agent.mcp_servers, { env: config.toolEnv, log });
-      } catch (err) {
-        await Promise.all([...tools.values()].map((t) => t.close()));
-        throw new ConfigError(`Invalid configuration: agent ${agent.id}: ${(err as Error).message}`);
-      }
-    }
-    tools.set(agent.id, new AgentTools(http, servers));
+    }),
+  );
+  const mcp = agents.some((a) => a.mcp_servers.length > 0) ? await import('./tools/mcp-tools.ts') : null;
+  const servers = await Promise.allSettled(
+    agents.map((agent) =>
+      mcp && agent.mcp_servers.length > 0
+        ? mcp.connectMcpServers(agent.mcp_servers, { env: config.toolEnv, log })
+        : Promise.resolve([]),
+    ),
+  );
+  const failed = servers.findIndex((s) => s.status === 'rejected');
+  if (failed >= 0) {
+    await Promise.all(
+      servers.flatMap((s) => (s.status === 'fulfilled' ? s.value.map((source) => source.close()) : [])),
+    );
+    const reason = servers[failed]?.status === 'rejected' ? servers[failed].reason : undefined;
+    throw new ConfigError(`Invalid configuration: agent ${agents[failed]?.id}: ${(reason as Error).message}`);
   }
-  return tools;
+  return new Map(
+    agents.map((agent, i) => {
+      const connected = servers[i]?.status === 'fulfilled' ? servers[i].value : [];
+      return [agent.id, new AgentTools(http[i] ?? [], connected)];
+    }),
+  );
 }
 
 /** Cluster mode: a coordinator on Redis leases, forwarding to each shard's owner, shared rate-limit counters. */

@@ -182,7 +182,8 @@ export async function runSteps(
     }
     const said = text.slice(before === '' ? 0 : before.length + STEP_SEPARATOR.length);
     const step = entry.actor.getSnapshot().context.steps + 1;
-    const calls: NewToolCall[] = reply.tool_calls.slice(0, MAX_CALLS_PER_STEP).map((c, position) => ({
+    const asked = reply.tool_calls.slice(0, MAX_CALLS_PER_STEP);
+    const calls: NewToolCall[] = asked.map((c, position) => ({
       id: c.id,
       turn_id: turnId,
       step,
@@ -192,11 +193,42 @@ export async function runSteps(
       step_text: position === 0 && said !== '' ? said : null,
       step_usage: position === 0 ? reply.usage : null,
     }));
+    // A call whose input the model botched is answered at once, in the same write: it never runs.
+    const refused = asked.flatMap((c) =>
+      c.invalid === undefined
+        ? []
+        : [
+            {
+              id: c.id,
+              turn_id: turnId,
+              status: 'error' as const,
+              output: invalidInput(c.invalid),
+              duration_ms: 0,
+            },
+          ],
+    );
     // Committed before any runs: a crash from here on resumes these very calls, under the same keys.
-    await context.commit({ toolCalls: calls, event: { type: 'TOOLS_CALLED', calls: calls.length } });
-    await act(calls, said);
+    await context.commit({
+      toolCalls: calls,
+      ...(refused.length > 0 ? { toolResults: refused } : {}),
+      event: { type: 'TOOLS_CALLED', calls: calls.length - refused.length },
+    });
+    const answered = new Map(refused.map((r) => [r.id, r]));
+    await act(
+      calls.map((c) => {
+        const result = answered.get(c.id);
+        return result ? { ...c, ...result, created_at: '' } : c;
+      }),
+      said,
+    );
   }
 }
+
+/** The error result of a call whose input was not JSON, or not what the tool's schema asks. */
+const invalidInput = (why: string) => ({
+  error: 'invalid_input',
+  message: `The input of this call was not usable: ${why.slice(0, 500)}`,
+});
 
 /** The calls in the order the model asked for them (results arrive in any order). */
 function inAskedOrder(summaries: ToolCallSummary[], steps: readonly ModelMessage[]): ToolCallSummary[] {

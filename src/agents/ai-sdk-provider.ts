@@ -142,7 +142,12 @@ export class AiSdkProvider implements Provider {
           }
         } else if (part.type === 'tool-call') {
           // The wire's id is dropped: the next step sends Parley's own, which the stored call keeps.
-          toolCalls.push({ id: newId('call'), name: part.toolName, input: part.input });
+          // A botched input is kept as an empty object (what every wire takes back) and answered with an error.
+          toolCalls.push(
+            part.invalid
+              ? { id: newId('call'), name: part.toolName, input: {}, invalid: invalidWhy(part.error) }
+              : { id: newId('call'), name: part.toolName, input: part.input },
+          );
         } else if (part.type === 'error') {
           throw part.error;
         } else if (part.type === 'abort') {
@@ -169,6 +174,10 @@ export class AiSdkProvider implements Provider {
     }
     throw new ProviderError(`${this.name}: the stream ended without finishing`);
   }
+}
+
+function invalidWhy(error: unknown): string {
+  return error instanceof Error ? error.message : 'not JSON, or not what the tool asks';
 }
 
 /** How long to wait before trying again, or undefined when `err` is not worth another try. */

@@ -19,6 +19,8 @@ export interface ModelToolCall {
   id: string;
   name: string;
   input: unknown;
+  /** Set when the model's input could not be used (not JSON, or not what the schema asks): why. */
+  invalid?: string;
 }
 
 /** What a tool call gave, as the model is shown it on the next step. */

@@ -39,7 +39,16 @@ function scriptedCalls(request: Pick<ModelRequest, 'messages'>): ModelToolCall[]
   const said = last.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join(' ');
   return [...said.matchAll(TOOL_DIRECTIVE)]
     .filter((match) => Number(match[1] ?? 1) === step)
-    .map((match) => ({ id: newId('call'), name: match[2] ?? '', input: JSON.parse(match[3] ?? '{}') }));
+    .map((match) => scriptedCall(match[2] ?? '', match[3] ?? '{}'));
+}
+
+/** A call as a model writes it; input that is not JSON is a botched call, as a real model's can be. */
+function scriptedCall(name: string, input: string): ModelToolCall {
+  try {
+    return { id: newId('call'), name, input: JSON.parse(input) };
+  } catch (err) {
+    return { id: newId('call'), name, input: {}, invalid: (err as Error).message };
+  }
 }
 
 /** What the turn's tools gave, as the final reply tells it. */

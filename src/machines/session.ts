@@ -69,7 +69,7 @@ export type SessionEvent =
   | { type: 'EXPIRED' }
   /** The operation `opId` has finished, whatever its outcome (its callers are answered). */
   | { type: 'DONE'; opId: string }
-  /** Committed: the running turn's model asked for `calls` tool calls (a new step). */
+  /** Committed: the running turn's model asked for tools (a new step), `calls` of which are to run. */
   | { type: 'TOOLS_CALLED'; calls: number }
   /** Committed: one tool call's result. */
   | { type: 'TOOL_RESULT' }
@@ -122,6 +122,7 @@ export const sessionMachine = setup({
     byUser: ({ event }) => event.type === 'ACTIVITY' && event.byUser,
     isCurrent: ({ context, event }) => event.type === 'DONE' && context.current?.id === event.opId,
     resumesActing: ({ event }) => event.type === 'STEPS_RESUMED' && event.pending > 0,
+    callsToRun: ({ event }) => event.type === 'TOOLS_CALLED' && event.calls > 0,
     lastResult: ({ context }) => context.pendingCalls <= 1,
   },
 }).createMachine({
@@ -224,13 +225,18 @@ export const sessionMachine = setup({
               states: {
                 thinking: {
                   on: {
-                    TOOLS_CALLED: {
-                      target: 'acting',
-                      actions: assign(({ context, event }) => ({
-                        steps: context.steps + 1,
-                        pendingCalls: event.calls,
-                      })),
-                    },
+                    TOOLS_CALLED: [
+                      {
+                        guard: 'callsToRun',
+                        target: 'acting',
+                        actions: assign(({ context, event }) => ({
+                          steps: context.steps + 1,
+                          pendingCalls: event.calls,
+                        })),
+                      },
+                      // Every call of the step was answered in the same write: nothing to wait for.
+                      { actions: assign(({ context }) => ({ steps: context.steps + 1 })) },
+                    ],
                     STEPS_RESUMED: [
                       {
                         guard: 'resumesActing',

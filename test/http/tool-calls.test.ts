@@ -173,6 +173,15 @@ describe('a turn whose model calls a tool', () => {
     });
   });
 
+  test('answers a call whose input the model botched with an error result, without calling the tool', async () => {
+    const since = tools.received.length;
+    const { reply } = await sendTo('toolbot', '[[tool:record {value: not json}]]');
+    const [call] = reply.tool_calls ?? [];
+    assert.deepEqual([call?.status, call?.input], ['error', {}]);
+    assert.equal((call?.output as { error?: string } | undefined)?.error, 'invalid_input');
+    assert.equal(callsTo('/record', since).length, 0);
+  });
+
   test('answers a call of a tool the agent does not have with an error result', async () => {
     const { reply } = await sendTo('toolbot', '[[tool:nonesuch]]');
     const [call] = reply.tool_calls ?? [];
