@@ -15,6 +15,7 @@ import type {
 import { serviceUnavailable } from '../errors.ts';
 import { mayCallTools } from '../machines/session.ts';
 import type { NewToolCall, StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type { AgentTools } from '../tools/agent-tools.ts';
 import type { ToolOutcome } from '../tools/tool.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
 
@@ -89,10 +90,7 @@ export async function runSteps(
             input: call.input,
             signal: context.signal,
           })
-        : {
-            status: 'error',
-            output: { error: 'unknown_tool', message: `This agent has no tool ${call.name}.` },
-          };
+        : { status: 'error', output: missing(call.name, tools) };
       // A result that cannot be stored (JSON nested too deep to write) would fail every retry of the turn.
       JSON.stringify(outcome.output);
     } catch (err) {
@@ -223,6 +221,12 @@ export async function runSteps(
     );
   }
 }
+
+/** Why a call named no tool the agent offers now: its MCP server is down, or there is no such tool. */
+const missing = (name: string, tools: AgentTools | undefined) =>
+  tools?.unreachable(name)
+    ? { error: 'unavailable', message: `The server of ${name} cannot be reached now; try later.` }
+    : { error: 'unknown_tool', message: `This agent has no tool ${name}.` };
 
 /** The error result of a call whose input was not JSON, or not what the tool's schema asks. */
 const invalidInput = (why: string) => ({

@@ -6,6 +6,8 @@ import type { Tool } from './tool.ts';
 
 /** Anything that offers tools which may change over time (an MCP server's connection). */
 export interface ToolSource {
+  /** An MCP server's name: its tools are `<name>__<tool>`. */
+  readonly name: string;
   tools(): readonly Tool[];
   close(): Promise<void>;
 }
@@ -34,6 +36,11 @@ export class AgentTools {
 
   find(name: string): Tool | undefined {
     return this.list().find((tool) => tool.spec.name === name);
+  }
+
+  /** Whether `name` is a tool of a server that offers none now (it cannot be reached): not an unknown tool. */
+  unreachable(name: string): boolean {
+    return this.#sources.some((s) => name.startsWith(`${s.name}__`) && s.tools().length === 0);
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,13 @@ const t = useApp(() =>
       id: 'mathbot',
       mcp_servers: [{ name: 'math', command: process.execPath, args: [serverScript], tools: ['add'] }],
     },
+    {
+      id: 'downbot',
+      // Nothing listens on port 9 of loopback (discard): the server is down from the start.
+      mcp_servers: [{ name: 'down', url: 'http://127.0.0.1:9/mcp' }],
+      // The model is offered tools only while the agent has some: this one keeps it asking.
+      tools: [{ name: 'other', description: 'Another tool', url: 'http://127.0.0.1:9/other' }],
+    },
   ]),
 );
 
@@ -39,6 +46,13 @@ test('a tool outside the allow-list is not offered: its call is an unknown tool'
   const res = await send(t, session.id, { content: '[[tool:math__echo {"text":"hi"}]]' });
   assert.equal(res.statusCode, 201, res.body);
   assert.equal(res.json().agent_message.tool_calls[0].output.error, 'unknown_tool');
+});
+
+test('a server that is down does not stop the start, and a call of its tools says it is unavailable', async () => {
+  const session = await createSession(t, 'downbot');
+  const res = await send(t, session.id, { content: '[[tool:down__add {"a":1,"b":1}]]' });
+  assert.equal(res.statusCode, 201, res.body);
+  assert.equal(res.json().agent_message.tool_calls[0].output.error, 'unavailable');
 });
 
 test('a tool whose secret_env names a variable that is not set stops the start, naming it', async () => {
