@@ -80,15 +80,7 @@ const t: TestApp = useApp(async () => {
 });
 after(() => new Promise((resolve) => tools.server.close(resolve)));
 
-interface ToolCall {
-  id: string;
-  name: string;
-  input: unknown;
-  output: unknown;
-  status: 'ok' | 'error';
-  duration_ms: number;
-}
-type Reply = Message & { tool_calls: ToolCall[] | null; stop_reason: string | null };
+type Reply = Message & { stop_reason: string | null };
 
 async function sendTo(agent: string, content: string, headers: Record<string, string> = {}) {
   const session = await createSession(t, agent);
