@@ -1,6 +1,8 @@
 // A real MCP server, built with the SDK's own McpServer, for the tests of Parley's MCP client: over stdio
 // (`node support/mcp-test-server.ts`) or streamable HTTP with stateful sessions on 127.0.0.1
 // (`node support/mcp-test-server.ts --http <port>`, which prints `listening <port>` once it listens).
+// MCP_TEST_MANY_TOOLS=1: a server that offers too much (over 128 tools, a bad name, a huge schema);
+// MCP_TEST_JSON_RESPONSE=1: HTTP answers as JSON rather than SSE streams.
 import { randomUUID } from 'node:crypto';
 import { appendFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -8,6 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
@@ -15,9 +18,16 @@ import { z } from 'zod';
 const requiredToken = process.env.MCP_TEST_TOKEN;
 /** Where `record` appends `<idempotency key>\t<value>` lines, so that a test can read what the tool got. */
 const recordLog = process.env.MCP_TEST_LOG;
+/** Set to 1, the server offers more tools than a client may take (bounded, in mcp-tools.ts). */
+const manyTools = process.env.MCP_TEST_MANY_TOOLS === '1';
+/** Set to 1, HTTP responses are JSON rather than SSE streams. */
+const jsonResponses = process.env.MCP_TEST_JSON_RESPONSE === '1';
 
-/** One server with the test tools; over HTTP, one per session (an McpServer serves a single transport). */
-function buildServer(): McpServer {
+/**
+ * One server with the test tools; over HTTP, one per session (an McpServer serves a single transport).
+ * `listed.count` is how many tools/list requests it was sent.
+ */
+function buildServer(listed: { count: number }): McpServer {
   const server = new McpServer({ name: 'parley-mcp-test-server', version: '1.0.0' });
   server.registerTool(
     'add',
@@ -73,7 +83,62 @@ function buildServer(): McpServer {
     }));
     return { content: [{ type: 'text', text: 'grown' }] };
   });
+  server.registerTool('listings', { description: 'How many times the tools were listed.' }, () => ({
+    content: [{ type: 'text', text: String(listed.count) }],
+    structuredContent: { listings: listed.count },
+  }));
+  const mark = server.registerTool('mark', { description: 'Not churned yet.' }, () => ({
+    content: [{ type: 'text', text: 'marked' }],
+  }));
+  let churns = 0;
+  server.registerTool(
+    'churn',
+    {
+      description:
+        "Says `times` times that the tool list changed, the last time changing mark's description.",
+      inputSchema: { times: z.number().int().min(1) },
+    },
+    ({ times }) => {
+      for (let i = 1; i < times; i++) void server.sendToolListChanged();
+      churns += 1;
+      mark.update({ description: `Churned ${churns}.` }); // sends the last notification
+      return { content: [{ type: 'text', text: 'churned' }] };
+    },
+  );
+  server.registerTool(
+    'huge',
+    { description: 'Answers `bytes` bytes of text.', inputSchema: { bytes: z.number().int().min(0) } },
+    ({ bytes }) => ({ content: [{ type: 'text', text: 'x'.repeat(bytes) }] }),
+  );
+  if (manyTools) {
+    server.registerTool('long', { description: 'l'.repeat(10_000) }, () => ({ content: [] }));
+    server.registerTool(
+      'wide',
+      {
+        description: 'A schema over 64 KiB.',
+        inputSchema: { text: z.string().describe('w'.repeat(70_000)) },
+      },
+      () => ({ content: [] }),
+    );
+    server.registerTool('bad name', { description: 'A name providers refuse.' }, () => ({ content: [] }));
+    for (let i = 0; i < 150; i++) {
+      server.registerTool(`many_${String(i).padStart(3, '0')}`, { description: `Tool ${i}.` }, () => ({
+        content: [],
+      }));
+    }
+  }
   return server;
+}
+
+/** Serves the test tools on `transport`, counting the tools/list requests it brings. */
+async function serve(transport: Transport): Promise<void> {
+  const listed = { count: 0 };
+  await buildServer(listed).connect(transport);
+  const onmessage = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    if ('method' in message && message.method === 'tools/list') listed.count += 1;
+    onmessage?.(message, extra);
+  };
 }
 
 const extraRegistered = new WeakSet<McpServer>();
@@ -117,6 +182,7 @@ async function serveHttp(port: number): Promise<void> {
       }
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        enableJsonResponse: jsonResponses,
         onsessioninitialized: (id) => {
           sessions.set(id, transport);
         },
@@ -124,7 +190,7 @@ async function serveHttp(port: number): Promise<void> {
       transport.onclose = () => {
         if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
       };
-      await buildServer().connect(transport);
+      await serve(transport);
       await transport.handleRequest(req, res, body);
     })().catch((err: unknown) => {
       if (!res.headersSent) jsonRpcError(res, 500, String(err));
@@ -144,7 +210,7 @@ async function serveHttp(port: number): Promise<void> {
 
 const httpFlag = process.argv.indexOf('--http');
 if (httpFlag === -1) {
-  await buildServer().connect(new StdioServerTransport());
+  await serve(new StdioServerTransport());
 } else {
   const port = Number(process.argv[httpFlag + 1]);
   if (!Number.isInteger(port) || port <= 0) throw new Error('--http needs a port');

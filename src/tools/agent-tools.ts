@@ -4,6 +4,9 @@
 import type { ModelToolSpec } from '../agents/provider.ts';
 import type { Tool } from './tool.ts';
 
+/** The most tools one model call is offered. */
+export const MAX_AGENT_TOOLS = 128;
+
 /** Anything that offers tools which may change over time (an MCP server's connection). */
 export interface ToolSource {
   /** An MCP server's name: its tools are `<name>__<tool>`. */
@@ -21,10 +24,14 @@ export class AgentTools {
     this.#sources = sources;
   }
 
-  /** Every tool offered now; a name found twice keeps its first (HTTP tools come first). */
+  /**
+   * Every tool offered now, at most MAX_AGENT_TOOLS (what OpenAI takes in one request); a name found twice
+   * keeps its first (HTTP tools come first).
+   */
   list(): Tool[] {
     const byName = new Map<string, Tool>();
     for (const tool of [...this.#fixed, ...this.#sources.flatMap((s) => s.tools())]) {
+      if (byName.size === MAX_AGENT_TOOLS) break;
       if (!byName.has(tool.spec.name)) byName.set(tool.spec.name, tool);
     }
     return [...byName.values()];

@@ -1,13 +1,14 @@
 // The tools of an agent's MCP servers (DESIGN §13), through the official SDK's client: streamable HTTP or a
 // stdio child, the server's tools offered as `<server>__<tool>`, the list kept current on list_changed, and a
 // connection that drops made again on the next call. A failing server gives error outcomes, never a throw.
+// What a server sends is bounded (DESIGN §16): the tools offered and their size, listings, response bodies.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import {
   StreamableHTTPClientTransport,
   StreamableHTTPError,
 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { FetchLike, Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ErrorCode,
   McpError,
@@ -47,6 +48,22 @@ const offerableName = /^[A-Za-z0-9_-]{1,64}$/;
 const MIN_CONNECT_TIMEOUT_MS = 10_000;
 /** A server that pages forever must not hold the listing forever. */
 const MAX_LIST_PAGES = 64;
+/** Providers refuse more tools in a request (OpenAI: 128, a 400 on every turn); a server's beyond are skipped. */
+export const MAX_TOOLS_PER_SERVER = 128;
+/** Where a tool's description is cut: it is sent to the model on every step. */
+export const MAX_DESCRIPTION_CHARS = 4_000;
+/** A tool whose input schema's JSON is larger is not offered: it too is sent on every step. */
+export const MAX_INPUT_SCHEMA_BYTES = 64 * 1024;
+/** How many skipped tools a warning names, of each kind; its counts tell the rest. */
+const WARNED_NAMES = 10;
+const SKIPPED_MESSAGE =
+  `MCP tools not offered: beyond ${MAX_TOOLS_PER_SERVER} per server, an invalid name, ` +
+  `or an input schema over ${MAX_INPUT_SCHEMA_BYTES} bytes`;
+/**
+ * The most of an HTTP response body (a JSON one), or of one event of an SSE stream, that is read: a larger
+ * one is cut off rather than buffered. (Over stdio, the SDK bounds a message to 10 MiB.)
+ */
+export const MAX_HTTP_RESPONSE_BYTES = 4 * 1024 * 1024;
 /** Kept of a stdio child's stderr, for the warning when it dies; the rest is dropped, so it cannot flood logs. */
 const STDERR_TAIL_CHARS = 2_000;
 
@@ -54,6 +71,145 @@ const errorMessage = (err: unknown) => (err instanceof Error ? err.message : Str
 const isJsonObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 const failed = (message: string): ToolOutcome => ({ status: 'error', output: { error: 'failed', message } });
+const tooLarge: ToolOutcome = {
+  status: 'error',
+  output: { error: 'too_large', limit_bytes: MAX_HTTP_RESPONSE_BYTES },
+};
+
+/** Cuts `text` to `max` characters, never between the halves of a surrogate pair. */
+function cut(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text[max - 1]) ? max - 1 : max;
+  return text.slice(0, end);
+}
+
+/** Runs `work` one at a time: asked while it runs, it runs once more afterwards, however often asked. */
+function coalesced(work: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let queued: Promise<void> | undefined;
+  const run = (): Promise<void> => {
+    if (running === undefined) {
+      running = work().finally(() => {
+        running = undefined;
+      });
+      return running;
+    }
+    queued ??= running
+      .catch(() => {})
+      .then(() => {
+        queued = undefined;
+        return run();
+      });
+    return queued;
+  };
+  return run;
+}
+
+class ResponseTooLargeError extends Error {}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * Passes a body on while it is within `limit` bytes, and errors past it (which cancels the response, so no
+ * more than that is held). An SSE stream is counted per event (a blank line ends one): one that stays open
+ * may carry any number of events.
+ */
+function boundedBody(
+  sse: boolean,
+  limit: number,
+  onTooLarge: () => void,
+): TransformStream<Uint8Array, Uint8Array> {
+  let count = 0;
+  let lineBytes = 0;
+  let afterCr = false;
+  return new TransformStream({
+    transform(chunk, controller) {
+      if (!sse) {
+        count += chunk.byteLength;
+      } else {
+        for (let i = 0; i < chunk.length && count <= limit; i++) {
+          const byte = chunk[i];
+          if (byte === LF && afterCr) {
+            afterCr = false; // the second half of a CRLF
+            continue;
+          }
+          afterCr = byte === CR;
+          if (byte !== LF && byte !== CR) {
+            lineBytes += 1;
+            count += 1;
+          } else {
+            if (lineBytes === 0) count = 0;
+            lineBytes = 0;
+          }
+        }
+      }
+      if (count > limit) {
+        onTooLarge();
+        controller.error(new ResponseTooLargeError(`the response is larger than ${limit} bytes`));
+        return;
+      }
+      controller.enqueue(chunk);
+    },
+  });
+}
+
+/**
+ * A fetch whose response bodies are bounded (boundedBody). `onTooLarge` is given the body of the request
+ * whose response was cut: an SSE stream's error reaches only the transport's `onerror`, never the request.
+ */
+function boundedFetch(limit: number, onTooLarge: (requestBody: unknown) => void): FetchLike {
+  return async (url, init) => {
+    const response = await fetch(url, init);
+    if (response.body === null || [101, 103, 204, 205, 304].includes(response.status)) return response;
+    const type = response.headers.get('content-type')?.split(';')[0].trim().toLowerCase();
+    const body = response.body.pipeThrough(
+      boundedBody(type === 'text/event-stream', limit, () => onTooLarge(init?.body)),
+    );
+    return new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+  };
+}
+
+/** The idempotency key in a `tools/call` request's JSON, if it is one. */
+function idempotencyKeyIn(requestBody: unknown): string | undefined {
+  if (typeof requestBody !== 'string' || !requestBody.includes(IDEMPOTENCY_META_KEY)) return undefined;
+  let message: unknown;
+  try {
+    message = JSON.parse(requestBody);
+  } catch {
+    return undefined;
+  }
+  const params = isJsonObject(message) ? message.params : undefined;
+  const meta = isJsonObject(params) ? params._meta : undefined;
+  const key = isJsonObject(meta) ? meta[IDEMPOTENCY_META_KEY] : undefined;
+  return typeof key === 'string' ? key : undefined;
+}
+
+/** Why a listing's tools were not offered; told in one warning per listing, and not again while the same. */
+interface Skipped {
+  beyondLimit: number;
+  invalidNames: string[];
+  invalidNameCount: number;
+  largeSchemas: string[];
+  largeSchemaCount: number;
+}
+
+/** The warning for what a listing skipped; undefined when it skipped nothing. */
+function skipWarning(server: string, skipped: Skipped): Record<string, unknown> | undefined {
+  const total = skipped.beyondLimit + skipped.invalidNameCount + skipped.largeSchemaCount;
+  if (total === 0) return undefined;
+  return {
+    server,
+    skipped: total,
+    ...(skipped.beyondLimit > 0 && { beyond_limit: skipped.beyondLimit }),
+    ...(skipped.invalidNameCount > 0 && { invalid_names: skipped.invalidNames }),
+    ...(skipped.largeSchemaCount > 0 && { large_schemas: skipped.largeSchemas }),
+  };
+}
 
 /** Whether `err` says the connection is gone (rather than the server answering with an error). */
 function isConnectionLost(err: unknown): boolean {
@@ -84,6 +240,9 @@ class McpServerConnection implements McpToolSource {
   /** Bumped at each listing, so that an older listing finishing late does not replace a newer one. */
   #listings = 0;
   #warnedMissing = '';
+  #warnedSkipped = '';
+  /** The calls waiting for an answer, by idempotency key: over HTTP, ended when their response is too large. */
+  readonly #calls = new Map<string, AbortController>();
   #stderrTail = '';
   #retryTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -167,8 +326,10 @@ class McpServerConnection implements McpToolSource {
     const timeout = Math.max(this.#config.timeout_ms, MIN_CONNECT_TIMEOUT_MS);
     const client = new Client(CLIENT_INFO, { capabilities: {} });
     const transport = this.#makeTransport();
+    // A chatty server's notifications start one listing at a time, and at most one more after it.
+    const list = coalesced(() => this.#list(client));
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
-      this.#list(client).catch((err: unknown) =>
+      list().catch((err: unknown) =>
         this.#options.log.warn(
           { server: this.name, err: errorMessage(err) },
           'MCP tools could not be listed again',
@@ -190,7 +351,7 @@ class McpServerConnection implements McpToolSource {
     this.#client = client;
     this.#transport = transport;
     try {
-      await this.#list(client);
+      await list();
     } catch (err) {
       this.#client = undefined;
       await client.close().catch(() => {});
@@ -206,8 +367,13 @@ class McpServerConnection implements McpToolSource {
   #makeTransport(): Transport {
     const config = this.#config;
     if (!isStdioServer(config)) {
+      const fetchBounded = boundedFetch(MAX_HTTP_RESPONSE_BYTES, (requestBody) => {
+        const key = idempotencyKeyIn(requestBody);
+        if (key !== undefined) this.#calls.get(key)?.abort(new ResponseTooLargeError());
+      });
       return new StreamableHTTPClientTransport(new URL(config.url), {
         requestInit: { headers: this.#headers },
+        fetch: fetchBounded,
       });
     }
     const transport = new StdioClientTransport({
@@ -223,54 +389,86 @@ class McpServerConnection implements McpToolSource {
     return transport;
   }
 
-  /** Lists every page of the server's tools and offers those allowed. */
+  /**
+   * Lists every page of the server's tools and offers those allowed, within the bounds: what is held is the
+   * tools offered and one page, however many the server has.
+   */
   async #list(client: Client): Promise<void> {
     const listing = ++this.#listings;
-    const found: McpTool[] = [];
+    const allowed = this.#config.tools;
+    const found = new Set<string>(); // of the allow-listed names
+    const tools: Tool[] = [];
+    const skipped: Skipped = {
+      beyondLimit: 0,
+      invalidNames: [],
+      invalidNameCount: 0,
+      largeSchemas: [],
+      largeSchemaCount: 0,
+    };
     if (client.getServerCapabilities()?.tools !== undefined) {
       let cursor: string | undefined;
       for (let page = 0; page < MAX_LIST_PAGES; page++) {
         const result = await client.listTools(cursor === undefined ? {} : { cursor }, {
           timeout: Math.max(this.#config.timeout_ms, MIN_CONNECT_TIMEOUT_MS),
         });
-        found.push(...result.tools);
+        for (const tool of result.tools) {
+          if (allowed !== undefined) {
+            if (!allowed.includes(tool.name)) continue;
+            found.add(tool.name);
+          }
+          this.#offer(tool, tools, skipped);
+        }
         cursor = result.nextCursor;
         if (cursor === undefined) break;
       }
     }
     if (listing !== this.#listings || this.#client !== client) return;
-    this.#tools = this.#offer(found);
-  }
-
-  #offer(found: readonly McpTool[]): Tool[] {
-    const allowed = this.#config.tools;
-    const chosen = allowed === undefined ? found : found.filter((tool) => allowed.includes(tool.name));
-    const missing = (allowed ?? []).filter((name) => !found.some((tool) => tool.name === name));
+    this.#tools = tools;
+    const missing = (allowed ?? []).filter((name) => !found.has(name));
     if (missing.join() !== this.#warnedMissing) {
       this.#warnedMissing = missing.join();
       if (missing.length > 0)
         this.#options.log.warn({ server: this.name, missing }, 'MCP server lacks allowed tools');
     }
-    const tools: Tool[] = [];
-    for (const tool of chosen) {
-      const name = mcpToolName(this.name, tool.name);
-      if (!offerableName.test(name)) {
-        this.#options.log.warn(
-          { server: this.name, tool: tool.name },
-          'MCP tool not offered: its name is not valid',
-        );
-        continue;
+    // A server that lists again and again the same tools is warned about them once.
+    const warning = skipWarning(this.name, skipped);
+    const text = warning === undefined ? '' : JSON.stringify(warning);
+    if (text !== this.#warnedSkipped) {
+      this.#warnedSkipped = text;
+      if (warning !== undefined) {
+        this.#options.log.warn(warning, SKIPPED_MESSAGE);
       }
-      tools.push({
-        spec: {
-          name,
-          description: tool.description ?? tool.title ?? tool.name,
-          input_schema: tool.inputSchema,
-        },
-        call: (request) => this.#call(tool.name, request),
-      });
     }
-    return tools;
+  }
+
+  /** Adds `tool` to `tools` when it may be offered, else counts it in `skipped`. */
+  #offer(tool: McpTool, tools: Tool[], skipped: Skipped): void {
+    const named = (list: string[]) => {
+      if (list.length < WARNED_NAMES) list.push(cut(tool.name, 100));
+    };
+    const name = mcpToolName(this.name, tool.name);
+    if (!offerableName.test(name)) {
+      skipped.invalidNameCount += 1;
+      named(skipped.invalidNames);
+      return;
+    }
+    if (tools.length >= MAX_TOOLS_PER_SERVER) {
+      skipped.beyondLimit += 1;
+      return;
+    }
+    if (Buffer.byteLength(JSON.stringify(tool.inputSchema)) > MAX_INPUT_SCHEMA_BYTES) {
+      skipped.largeSchemaCount += 1;
+      named(skipped.largeSchemas);
+      return;
+    }
+    tools.push({
+      spec: {
+        name,
+        description: cut(tool.description ?? tool.title ?? tool.name, MAX_DESCRIPTION_CHARS),
+        input_schema: tool.inputSchema,
+      },
+      call: (request) => this.#call(tool.name, request),
+    });
   }
 
   /**
@@ -316,22 +514,29 @@ class McpServerConnection implements McpToolSource {
     request: ToolCallRequest,
   ): Promise<ToolOutcome> {
     // A signal of the call's own: the SDK leaves its listener on the signal it is given, and a turn's is long-lived.
+    // It also ends the call when its response over HTTP grows too large (boundedFetch).
     const own = new AbortController();
     const onAbort = () => own.abort(request.signal.reason);
     request.signal.addEventListener('abort', onAbort, { once: true });
+    const key = idempotencyKeyOf(request);
+    this.#calls.set(key, own);
     try {
       const result = await client.callTool(
         {
           name: tool,
           arguments: input,
-          _meta: { [IDEMPOTENCY_META_KEY]: idempotencyKeyOf(request) },
+          _meta: { [IDEMPOTENCY_META_KEY]: key },
         },
         undefined,
         { signal: own.signal, timeout: this.#config.timeout_ms },
       );
       return outcomeOf(result);
+    } catch (err) {
+      if (own.signal.reason instanceof ResponseTooLargeError) return tooLarge;
+      throw err;
     } finally {
       request.signal.removeEventListener('abort', onAbort);
+      if (this.#calls.get(key) === own) this.#calls.delete(key);
     }
   }
 }

@@ -1,6 +1,7 @@
 // Parley's MCP client against a real MCP server (support/mcp-test-server.ts, built with the SDK's McpServer)
 // as a stdio child and over streamable HTTP: tools offered as `<server>__<tool>`, calls and their outcomes,
-// the idempotency key in `_meta`, list_changed, timeouts, aborts, dropped connections and a late server.
+// the idempotency key in `_meta`, list_changed, timeouts, aborts, dropped connections and a late server, and
+// the bounds on what a server sends (tools offered, listings, response sizes).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -191,6 +192,17 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
       assert.deepEqual(outcome, { status: 'error', output: { error: 'too_large', limit_bytes: 65_536 } });
     });
 
+    test('a result of megabytes is an error outcome saying it is too large, and the connection goes on', async () => {
+      const outcome = await tool(source, 'local__huge').call(request({ bytes: 8 * 1024 * 1024 }));
+      // Over HTTP the body is cut off at 4 MiB; over stdio the SDK reads up to 10 MiB, and the result is too large.
+      const limit = transport === 'stdio' ? 64 * 1024 : 4 * 1024 * 1024;
+      assert.deepEqual(outcome, { status: 'error', output: { error: 'too_large', limit_bytes: limit } });
+      assert.deepEqual(await tool(source, 'local__add').call(request({ a: 1, b: 1 })), {
+        status: 'ok',
+        output: { sum: 2 },
+      });
+    });
+
     test('a call slower than timeout_ms is a timeout error outcome', async () => {
       const quick = await connect({ timeout_ms: 300 });
       const outcome = await tool(quick, 'local__slow').call(request({ ms: 30_000 }));
@@ -229,6 +241,23 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
       });
     });
 
+    test('a flood of list_changed notifications lists the tools once, and once more after', async () => {
+      const chatty = await connect({ name: 'chatty' });
+      const listings = async () => {
+        const outcome = await tool(chatty, 'chatty__listings').call(request({}));
+        return (outcome.output as { listings: number }).listings;
+      };
+      const before = await listings();
+      assert.equal((await tool(chatty, 'chatty__churn').call(request({ times: 50 }))).status, 'ok');
+      await waitFor(
+        'the list after the last notification',
+        () => tool(chatty, 'chatty__mark').spec.description === 'Churned 1.',
+      );
+      // One listing in flight and one queued: two. A third only if notifications straddled the first's end.
+      const more = (await listings()) - before;
+      assert.ok(more >= 1 && more <= 3, `${more} listings for 50 notifications`);
+    });
+
     test('a connection that dropped is made again by the next call', async () => {
       const dropping = await connect({ name: 'dropping' });
       const before = await tool(dropping, 'dropping__pid').call(request({}));
@@ -261,6 +290,66 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
     }
   });
 }
+
+describe('what a server offers is bounded', () => {
+  test('at most 128 tools are offered, descriptions are cut, and what is skipped is warned about once', async () => {
+    const log = recordingLog();
+    const many = await connectMcpServer(stdioServer('many', { MCP_TEST_MANY_TOOLS: '1' }), { env: {}, log });
+    try {
+      assert.equal(many.tools().length, 128);
+      assert.equal(tool(many, 'many__long').spec.description, 'l'.repeat(4_000));
+      // The test server's 11 tools and `long` come first: 116 of the 150 `many_` fit.
+      assert.ok(names(many).includes('many__many_115'));
+      assert.ok(!names(many).includes('many__many_116'));
+      assert.ok(!names(many).includes('many__wide'));
+      const skipWarnings = () =>
+        log.lines.filter((l) => l.level === 'warn' && l.msg?.startsWith('MCP tools not offered'));
+      assert.deepEqual(
+        skipWarnings().map((l) => l.obj),
+        [
+          {
+            server: 'many',
+            skipped: 36,
+            beyond_limit: 34,
+            invalid_names: ['bad name'],
+            large_schemas: ['wide'],
+          },
+        ],
+      );
+      assert.equal((await tool(many, 'many__churn').call(request({ times: 5 }))).status, 'ok');
+      await waitFor('the list again', () => tool(many, 'many__mark').spec.description === 'Churned 1.');
+      assert.equal(skipWarnings().length, 1, 'the same tools skipped again are not warned about again');
+    } finally {
+      await many.close();
+    }
+  });
+
+  test('a JSON response over HTTP larger than 4 MiB is cut off as too large', async () => {
+    const server = await startHttpServer(await freePort(), { MCP_TEST_JSON_RESPONSE: '1' });
+    const log = recordingLog();
+    try {
+      const source = await connectMcpServer(
+        { name: 'plain', url: server.url, timeout_ms: 10_000 },
+        { env: {}, log },
+      );
+      try {
+        const outcome = await tool(source, 'plain__huge').call(request({ bytes: 8 * 1024 * 1024 }));
+        assert.deepEqual(outcome, {
+          status: 'error',
+          output: { error: 'too_large', limit_bytes: 4 * 1024 * 1024 },
+        });
+        assert.deepEqual(await tool(source, 'plain__add').call(request({ a: 3, b: 4 })), {
+          status: 'ok',
+          output: { sum: 7 },
+        });
+      } finally {
+        await source.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  });
+});
 
 describe('connecting to several servers', () => {
   test('a server down at start is logged, and its tools are offered once it comes up', async () => {
