@@ -35,7 +35,6 @@ import { nulIssues, validatorCompiler } from './http/validation.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
-import { httpTool } from './tools/http-tool.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -95,7 +94,8 @@ async function providerFor(
 }
 
 /**
- * Each agent's tools: its HTTP tools, and its MCP servers connected (loaded only when an agent has one). A
+ * Each agent's tools: its HTTP tools, and its MCP servers connected (each module loaded only when an agent
+ * has such a tool, so that a process without tools never loads undici, standardwebhooks or the MCP SDK). A
  * secret or header variable that is not set stops the start before any server is started; an MCP server
  * that is down does not stop it. Every agent's servers connect at once.
  */
@@ -105,15 +105,16 @@ async function toolsFor(
   log: FastifyBaseLogger,
 ): Promise<Map<string, AgentTools>> {
   const agents = [...catalogue.values()].filter((a) => a.tools.length > 0 || a.mcp_servers.length > 0);
+  const httpTools = agents.some((a) => a.tools.length > 0) ? await import('./tools/http-tool.ts') : null;
   const http = agents.map((agent) =>
-    agent.tools.map((tool) => {
+    agent.tools.flatMap((tool) => {
       const secret = tool.secret_env === undefined ? undefined : config.toolEnv[tool.secret_env];
       if (tool.secret_env !== undefined && !secret) {
         throw new ConfigError(
           `Invalid configuration: agent ${agent.id}, tool ${tool.name} names ${tool.secret_env}, which is not set.`,
         );
       }
-      return httpTool(tool, secret === undefined ? {} : { secret });
+      return httpTools ? [httpTools.httpTool(tool, secret === undefined ? {} : { secret })] : [];
     }),
   );
   const mcp = agents.some((a) => a.mcp_servers.length > 0) ? await import('./tools/mcp-tools.ts') : null;
