@@ -1,6 +1,7 @@
 // The load generator, run as its own process: `node bench/load.ts <spec.json>`.
 // Closed loop over loopback with undici: c workers, worker i owning sessions i, i+c, i+2c… so no two requests
-// ever hit one session at once. Prints one JSON report on stdout (latencies in ms).
+// ever hit one session at once. Prints one JSON report on stdout (latencies in ms). With `tool`, every plain
+// send asks for one tool call (W1t) and its reply must show that call answered.
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { msBetween, type Summary, summarize } from './stats.ts';
@@ -17,6 +18,9 @@ export interface LoadSpec {
   warmupMs?: number;
   durationMs?: number;
   passes?: number;
+  /** plain mode: every message asks the scripted model for one call of this tool (W1t); a reply without that
+   * call answered `ok` counts as an error (`tool:<status>`), since a failing tool does not fail the turn. */
+  tool?: string;
 }
 
 export interface PassReport {
@@ -46,6 +50,16 @@ const spec = JSON.parse(readFileSync(process.argv[2] ?? '', 'utf8')) as LoadSpec
 const pool = new Pool(spec.url, { connections: spec.concurrency, pipelining: 1 });
 const headers = { 'x-api-key': spec.apiKey, 'content-type': 'application/json' };
 const suffix = spec.mode === 'stream' ? '/stream' : '';
+const content = (n: number) =>
+  spec.tool ? `bench message ${n} [[tool:${spec.tool} {"n":${n}}]]` : `bench message ${n}`;
+
+/** W1t: the outcome of the reply's one tool call (`ok`, `error`, or `missing`). */
+function toolStatus(text: string): string {
+  const reply = (JSON.parse(text) as { agent_message?: { tool_calls?: Array<{ status?: string }> | null } })
+    .agent_message;
+  const calls = reply?.tool_calls ?? [];
+  return calls.length === 1 ? String(calls[0]?.status) : 'missing';
+}
 
 /** One send; never throws. */
 async function send(sessionId: string, n: number): Promise<Sample> {
@@ -55,13 +69,15 @@ async function send(sessionId: string, n: number): Promise<Sample> {
       method: 'POST',
       path: `/v1/agents/sessions/${sessionId}/messages${suffix}`,
       headers,
-      body: JSON.stringify({ content: `bench message ${n}` }),
+      body: JSON.stringify({ content: content(n) }),
     });
     if (spec.mode === 'plain' || statusCode !== 200) {
-      await body.text();
+      const text = await body.text();
       const end = process.hrtime.bigint();
       const ok = spec.mode === 'plain' ? statusCode === 201 : false;
-      return ok ? { start, end } : { start, end, error: String(statusCode) };
+      if (!ok) return { start, end, error: String(statusCode) };
+      const tool = spec.tool ? toolStatus(text) : 'ok';
+      return tool === 'ok' ? { start, end } : { start, end, error: `tool:${tool}` };
     }
     let firstEvent: bigint | undefined;
     let text = '';

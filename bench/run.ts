@@ -1,6 +1,7 @@
-// `npm run bench`: runs W1–W5 of issue 7 against Parley and the floor, prints the table, writes bench/RESULTS.md.
-// Options: --quick (short runs, fewer sessions), --duration=S (measured seconds of W1/W2), --only=w1,w3,
-// --no-write (do not touch RESULTS.md; implied by --only).
+// `npm run bench`: runs W1–W5 of issue 7 and W1t of issue 17 (W1 with a tool step per send) against Parley and
+// the floor, prints the table, writes bench/RESULTS.md. Options: --quick (short runs, fewer sessions),
+// --duration=S (measured seconds of W1/W2/W1t), --only=w1,w1t,w3 (w1 and w2 run together; w1t runs them too,
+// since its figures are differences to W1), --no-write (do not touch RESULTS.md; implied by --only).
 import { cluster } from './cluster.ts';
 import { coldActivation } from './cold-activation.ts';
 import { type MemoryRun, startMemory } from './memory.ts';
@@ -15,7 +16,7 @@ const unknown = args.filter((a) => !/^--(quick|no-write|duration=\d+(\.\d+)?|onl
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: npm run bench -- [--quick] [--duration=S] [--only=w1,w2,w3,w4,w5] [--no-write]\n',
+      'usage: npm run bench -- [--quick] [--duration=S] [--only=w1,w1t,w2,w3,w4,w5] [--no-write]\n',
   );
   process.exit(2);
 }
@@ -47,7 +48,9 @@ let failed = false;
 try {
   // W3 starts first: its passivation wait is idle time, spent running the others in their own processes.
   if (wanted('w3')) w3 = await startMemory(settings);
-  if (wanted('w1') || wanted('w2')) done.w12 = await throughput(settings);
+  if (wanted('w1') || wanted('w2') || wanted('w1t')) {
+    done.w12 = await throughput(settings, { toolStep: wanted('w1t') });
+  }
   if (wanted('w4')) done.w4 = await coldActivation(settings);
   if (w3) done.w3 = await w3.finish();
   // After W4 and W3's last read: W5's three processes would skew their figures.
@@ -63,9 +66,12 @@ const outcomes = ['w12', 'w3', 'w4', 'w5'].flatMap((k) => (done[k] ? [done[k]] :
 const table = formatTable(outcomes.flatMap((o) => o.rows));
 const seconds = (Date.now() - startedAt.getTime()) / 1000;
 process.stdout.write(`\n${table}\n\n(${Math.round(seconds)} s)\n`);
+const details = outcomes.flatMap((o) => [...o.details, '']).join('\n');
 if (!failed && !only && !args.includes('--no-write')) {
   const command = ['npm run bench', ...(args.length ? ['--', ...args] : [])].join(' ');
-  const details = outcomes.flatMap((o) => [...o.details, '']).join('\n');
   const file = writeResults({ command, startedAt, busyBefore, seconds, table, details });
   process.stdout.write(`wrote ${file}\n`);
+} else if (details.trim()) {
+  // Not written to RESULTS.md: the raw summaries (and each run's other load) are only here.
+  process.stdout.write(`\n${details}`);
 }

@@ -1,5 +1,5 @@
 // The two servers under test, each its own child process: Parley (scripted agent, zero delay) and the floor;
-// plus what the harness asks Parley directly: readiness, session creation and /metrics.
+// W1t's HTTP tool; plus what the harness asks Parley directly: readiness, session creation and /metrics.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -23,7 +23,17 @@ export interface Server {
 
 /** Starts the floor in a fresh temp dir; resolves once it printed its port. */
 export async function startFloor(synchronous: 'full' | 'normal' = 'full'): Promise<Server> {
-  const dir = tempDir('floor');
+  const name = synchronous === 'full' ? 'floor' : 'floor (synchronous=NORMAL)';
+  return startPrintingPort(name, 'floor-server.ts', [tempDir('floor'), synchronous]);
+}
+
+/** Starts W1t's HTTP tool (bench/tool-server.ts), its own process; resolves once it printed its port. */
+export function startToolServer(): Promise<Server> {
+  return startPrintingPort('tool server', 'tool-server.ts', []);
+}
+
+/** Spawns a bench script that prints {"port":N} once listening on 127.0.0.1. */
+async function startPrintingPort(name: string, script: string, args: string[]): Promise<Server> {
   let buffered = '';
   let onPort: (port: number) => void = () => {};
   const port = new Promise<number>((resolve) => {
@@ -31,8 +41,8 @@ export async function startFloor(synchronous: 'full' | 'normal' = 'full'): Promi
   });
   const child = spawnNode(
     [],
-    join(benchDir, 'floor-server.ts'),
-    [dir],
+    join(benchDir, script),
+    args,
     {},
     {
       onStdout: (chunk) => {
@@ -45,13 +55,12 @@ export async function startFloor(synchronous: 'full' | 'normal' = 'full'): Promi
   const ready = await Promise.race([
     port,
     child.exited.then((code) => {
-      throw new Error(`the floor exited (${code}) before listening:\n${child.output()}`);
+      throw new Error(`the ${name} exited (${code}) before listening:\n${child.output()}`);
     }),
     sleep(20_000).then(() => {
-      throw new Error(`the floor did not start within 20 s:\n${child.output()}`);
+      throw new Error(`the ${name} did not start within 20 s:\n${child.output()}`);
     }),
   ]);
-  const name = synchronous === 'full' ? 'floor' : 'floor (synchronous=NORMAL)';
   return { name, url: `http://127.0.0.1:${ready}`, apiKey: '', child, stop: () => child.stop() };
 }
 
@@ -72,18 +81,41 @@ export interface ParleyOptions {
   cluster?: { redisUrl: string; tokenSecret: string };
   /** More of the child's environment (limits, timeouts), applied last. */
   env?: Record<string, string>;
+  /** Agents besides the bench agent (written to a fresh data dir's agents file), e.g. toolAgent(). */
+  moreAgents?: unknown[];
 }
 
-const CATALOGUE = JSON.stringify({
-  agents: [
-    {
-      id: AGENT_ID,
-      provider: 'scripted',
-      scripted: { token_delay_ms: 0 },
-      limits: { messages_per_session: 100_000 },
-    },
-  ],
-});
+const BENCH_AGENT = {
+  id: AGENT_ID,
+  provider: 'scripted',
+  scripted: { token_delay_ms: 0 },
+  limits: { messages_per_session: 100_000 },
+};
+
+export const TOOL_AGENT_ID = 'bench-tool';
+/** The tool W1t's messages ask for, and the variable holding the secret its calls are signed with. */
+export const TOOL_NAME = 'echo';
+export const TOOL_SECRET_ENV = 'BENCH_TOOL_SECRET';
+
+/** The bench agent with one HTTP tool at `toolUrl`, its calls signed as an integrator's would be. */
+export function toolAgent(toolUrl: string) {
+  return {
+    ...BENCH_AGENT,
+    id: TOOL_AGENT_ID,
+    tools: [
+      {
+        name: TOOL_NAME,
+        description: 'Echoes its input',
+        input_schema: { type: 'object', properties: { n: { type: 'integer' } } },
+        url: `${toolUrl}/echo`,
+        secret_env: TOOL_SECRET_ENV,
+      },
+    ],
+  };
+}
+
+/** A Standard Webhooks secret for the tool's signatures. */
+export const toolSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 
 /** Starts Parley from src/ with a temp data dir and a one-agent catalogue; resolves once /readyz is 200. */
 export async function startParley(options: ParleyOptions = {}): Promise<Server> {
@@ -91,7 +123,9 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
   const apiKey = options.apiKey ?? `bench_${randomBytes(13).toString('hex')}`.slice(0, 32);
   const agentsFile = join(dir, 'agents.json');
   // A second process on the same data dir must not rewrite the file under the first.
-  if (!existsSync(agentsFile)) writeFileSync(agentsFile, CATALOGUE);
+  if (!existsSync(agentsFile)) {
+    writeFileSync(agentsFile, JSON.stringify({ agents: [BENCH_AGENT, ...(options.moreAgents ?? [])] }));
+  }
   const port = await freePort();
   const env: Record<string, string> = {
     PORT: String(port),
@@ -133,8 +167,8 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
   return { name: options.name ?? 'parley', url, apiKey, child, stop: () => child.stop() };
 }
 
-/** Creates `count` sessions of the bench agent (32 at a time); returns their ids in creation order. */
-export async function createSessions(server: Server, count: number): Promise<string[]> {
+/** Creates `count` sessions of an agent (32 at a time); returns their ids in creation order. */
+export async function createSessions(server: Server, count: number, agent = AGENT_ID): Promise<string[]> {
   const pool = new Pool(server.url, { connections: 32 });
   const ids: string[] = new Array(count);
   let next = 0;
@@ -142,7 +176,7 @@ export async function createSessions(server: Server, count: number): Promise<str
     for (let i = next++; i < count; i = next++) {
       const { statusCode, body } = await pool.request({
         method: 'POST',
-        path: `/v1/agents/${AGENT_ID}/sessions`,
+        path: `/v1/agents/${agent}/sessions`,
         headers: { 'x-api-key': server.apiKey, 'content-type': 'application/json' },
         body: '{}',
       });
