@@ -74,6 +74,23 @@ export async function runSteps(
     };
   };
 
+  /** A call's metrics and its log line; a name the agent does not have is counted as `unknown`. */
+  const account = (
+    call: ModelToolCall,
+    outcome: ToolOutcome['status'],
+    duration_ms: number,
+    known: boolean,
+  ) => {
+    const label = known ? call.name : 'unknown';
+    deps.metrics.toolCalls.inc({ tool: label, outcome });
+    deps.metrics.toolDuration.observe({ tool: label }, duration_ms / 1000);
+    const { id: call_id, name: tool } = call;
+    deps.log.info(
+      { session_id: entry.session.id, turn_id: turnId, call_id, tool, outcome, duration_ms },
+      'tool call',
+    );
+  };
+
   /** Runs one committed call (again, when resumed without a result) and commits its result. */
   const run = async (call: ModelToolCall): Promise<ModelToolResult> => {
     const tool = tools?.find(call.name);
@@ -103,20 +120,7 @@ export async function runSteps(
       toolResults: [{ id: call.id, turn_id: turnId, ...outcome, duration_ms }],
       event: { type: 'TOOL_RESULT' },
     });
-    const label = tool ? call.name : 'unknown';
-    deps.metrics.toolCalls.inc({ tool: label, outcome: outcome.status });
-    deps.metrics.toolDuration.observe({ tool: label }, duration_ms / 1000);
-    deps.log.info(
-      {
-        session_id: entry.session.id,
-        turn_id: turnId,
-        call_id: call.id,
-        tool: call.name,
-        outcome: outcome.status,
-        duration_ms,
-      },
-      'tool call',
-    );
+    account(call, outcome.status, duration_ms, tool !== undefined);
     observer?.toolCompleted?.({ call_id: call.id, name: call.name, ...outcome });
     summaries.push({ ...call, ...outcome, duration_ms });
     return { call_id: call.id, name: call.name, ...outcome };
@@ -211,6 +215,8 @@ export async function runSteps(
       ...(refused.length > 0 ? { toolResults: refused } : {}),
       event: { type: 'TOOLS_CALLED', calls: calls.length - refused.length },
     });
+    for (const c of asked)
+      if (c.invalid !== undefined) account(c, 'error', 0, tools?.find(c.name) !== undefined);
     const answered = new Map(refused.map((r) => [r.id, r]));
     await act(
       calls.map((c) => {

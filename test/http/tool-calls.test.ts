@@ -29,7 +29,13 @@ async function startTools(): Promise<{ url: string; received: Received[]; server
       text += chunk;
     });
     req.on('end', () => {
-      const body = JSON.parse(text);
+      let body: Received['body'];
+      try {
+        body = JSON.parse(text);
+      } catch {
+        res.writeHead(400).end();
+        return;
+      }
       received.push({ path: req.url ?? '', headers: req.headers, body });
       if (req.url === '/deep') {
         // Valid JSON nested deeper than JSON.stringify can write back.
@@ -179,9 +185,11 @@ describe('a turn whose model calls a tool', () => {
     const [call] = reply.tool_calls ?? [];
     assert.equal(call?.status, 'error');
     assert.equal((call?.output as { error?: string } | undefined)?.error, 'unknown_tool');
+    await sendTo('toolbot', '[[tool:record {"value":"counted"}]]');
     const metrics = await t.app.inject({ method: 'GET', url: '/metrics' });
     assert.match(metrics.body, /parley_tool_calls_total\{tool="unknown",outcome="error"\} [1-9]/);
     assert.match(metrics.body, /parley_tool_calls_total\{tool="record",outcome="ok"\} [1-9]/);
+    assert.match(metrics.body, /parley_tool_duration_seconds_count\{tool="record"\} [1-9]/);
   });
 
   test('stops offering tools at max_steps and calls the model once more, ending with max_steps', async () => {
