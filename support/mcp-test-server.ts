@@ -1,9 +1,12 @@
 // A real MCP server, built with the SDK's own McpServer, for the tests of Parley's MCP client: over stdio
 // (`node support/mcp-test-server.ts`) or streamable HTTP with stateful sessions on 127.0.0.1
-// (`node support/mcp-test-server.ts --http <port>`, which prints `listening <port>` once it listens).
+// (`node support/mcp-test-server.ts --http <port>`, 0 for any free port, which prints `listening <port>` with
+// the port bound once it listens). With `--listen-when-stdin-ends` too, it prints `loaded` once ready and
+// listens only when its stdin ends: a test can keep the port held until the last moment.
 // MCP_TEST_MANY_TOOLS=1: a server that offers too much (over 128 tools, a bad name, a huge schema);
 // MCP_TEST_JSON_RESPONSE=1: HTTP answers as JSON rather than SSE streams.
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { appendFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -155,7 +158,7 @@ function jsonRpcError(res: ServerResponse, status: number, message: string): voi
   res.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
 }
 
-async function serveHttp(port: number): Promise<void> {
+async function serveHttp(port: number, cued: boolean): Promise<void> {
   const sessions = new Map<string, StreamableHTTPServerTransport>();
   const http = createServer((req, res) => {
     void (async () => {
@@ -197,8 +200,15 @@ async function serveHttp(port: number): Promise<void> {
       else res.destroy();
     });
   });
+  if (cued) {
+    process.stdout.write('loaded\n');
+    process.stdin.resume();
+    await once(process.stdin, 'end');
+  }
   await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
-  process.stdout.write(`listening ${port}\n`);
+  const address = http.address();
+  if (address === null || typeof address === 'string') throw new Error('not listening on a TCP port');
+  process.stdout.write(`listening ${address.port}\n`);
   const stop = () => {
     for (const transport of sessions.values()) void transport.close();
     http.closeAllConnections();
@@ -213,6 +223,6 @@ if (httpFlag === -1) {
   await serve(new StdioServerTransport());
 } else {
   const port = Number(process.argv[httpFlag + 1]);
-  if (!Number.isInteger(port) || port <= 0) throw new Error('--http needs a port');
-  await serveHttp(port);
+  if (!Number.isInteger(port) || port < 0) throw new Error('--http needs a port (0: any free one)');
+  await serveHttp(port, process.argv.includes('--listen-when-stdin-ends'));
 }

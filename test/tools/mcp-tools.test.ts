@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -18,7 +19,6 @@ import {
 } from '../../src/tools/mcp-tools.ts';
 import type { Tool, ToolCallRequest } from '../../src/tools/tool.ts';
 import type { McpServerConfig } from '../../src/tools/tool-config.ts';
-import { freePort } from '../../support/free-port.ts';
 import { exitOf, hasExited, pollUntil, stopChild } from '../../support/processes.ts';
 import { cleanEnv } from '../helpers/process.ts';
 
@@ -84,24 +84,68 @@ interface HttpServer {
   stop(): Promise<unknown>;
 }
 
-/** Starts the test server over HTTP on `port`, resolving once it prints that it listens. */
-async function startHttpServer(port: number, env: Record<string, string> = {}): Promise<HttpServer> {
-  const child: ChildProcess = spawn(process.execPath, [serverScript, '--http', String(port)], {
+interface HttpServerOptions {
+  env?: Record<string, string>;
+  /** A port that must be this one (a URL already given out); by default the server binds any free one. */
+  port?: number;
+  /**
+   * What frees `port` (a placeholder closed, the server of before stopped), called once the child has
+   * loaded and just before it listens: the port is free for milliseconds, not for a child's start-up.
+   */
+  beforeListen?: () => Promise<unknown>;
+}
+
+/** Starts the test server over HTTP, resolving once it says on which port it listens. */
+async function startHttpServer(options: HttpServerOptions = {}): Promise<HttpServer> {
+  const { env = {}, port = 0, beforeListen } = options;
+  const args = [serverScript, '--http', String(port)];
+  if (beforeListen !== undefined) args.push('--listen-when-stdin-ends');
+  const child: ChildProcess = spawn(process.execPath, args, {
     env: cleanEnv(env),
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: [beforeListen === undefined ? 'ignore' : 'pipe', 'pipe', 'inherit'],
   });
   const exited = exitOf(child);
   let stdout = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
     stdout += chunk;
   });
-  const ready = await pollUntil(async () => stdout.includes(`listening ${port}`), {
-    gone: () => hasExited(child),
-    timeoutMs: 20_000,
-    intervalMs: 25,
-  });
-  assert.equal(ready, 'ready', `the MCP test server did not start: ${stdout}`);
-  return { url: `http://127.0.0.1:${port}/mcp`, stop: () => stopChild(child, exited) };
+  const until = async (line: RegExp) => {
+    const state = await pollUntil(async () => line.test(stdout), {
+      gone: () => hasExited(child),
+      timeoutMs: 20_000,
+      intervalMs: 25,
+    });
+    assert.equal(state, 'ready', `the MCP test server did not start: ${stdout}`);
+  };
+  try {
+    if (beforeListen !== undefined) {
+      await until(/^loaded$/m);
+      await beforeListen();
+      child.stdin?.end();
+    }
+    await until(/^listening \d+$/m);
+  } catch (err) {
+    await stopChild(child, exited);
+    throw err;
+  }
+  const bound = Number(/^listening (\d+)$/m.exec(stdout)?.[1]);
+  if (port !== 0) assert.equal(bound, port);
+  return { url: `http://127.0.0.1:${bound}/mcp`, stop: () => stopChild(child, exited) };
+}
+
+/**
+ * Holds a port on 127.0.0.1 as a server that is down would look: every connection is closed at once. The
+ * port is known before the real server starts, and no other process can take it meanwhile.
+ */
+async function holdPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const placeholder = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => placeholder.listen(0, '127.0.0.1', resolve));
+  const address = placeholder.address();
+  assert.ok(address !== null && typeof address === 'object');
+  return {
+    port: address.port,
+    release: () => new Promise((resolve) => placeholder.close(() => resolve())),
+  };
 }
 
 const stdioServer = (name: string, env: Record<string, string> = {}): McpServerConfig => ({
@@ -135,7 +179,7 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
       if (transport === 'stdio') {
         config = stdioServer('local', { MCP_TEST_LOG: recordFile });
       } else {
-        http = await startHttpServer(await freePort(), { MCP_TEST_LOG: recordFile });
+        http = await startHttpServer({ env: { MCP_TEST_LOG: recordFile } });
         config = { name: 'local', url: http.url, timeout_ms: 10_000 };
       }
       source = await connectMcpServer(config, { env: {}, log });
@@ -193,8 +237,11 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
     });
 
     test('a result of megabytes is an error outcome saying it is too large, and the connection goes on', async () => {
-      const outcome = await tool(source, 'local__huge').call(request({ bytes: 8 * 1024 * 1024 }));
-      // Over HTTP the body is cut off at 4 MiB; over stdio the SDK reads up to 10 MiB, and the result is too large.
+      // Over HTTP the body is cut off at 4 MiB, so more must come; over stdio the SDK reads the whole message
+      // (up to 10 MiB) and the result is too large for 64 KiB: 1 MiB shows that without minutes of parsing
+      // on a loaded machine.
+      const bytes = transport === 'stdio' ? 1024 * 1024 : 8 * 1024 * 1024;
+      const outcome = await tool(source, 'local__huge').call(request({ bytes }));
       const limit = transport === 'stdio' ? 64 * 1024 : 4 * 1024 * 1024;
       assert.deepEqual(outcome, { status: 'error', output: { error: 'too_large', limit_bytes: limit } });
       assert.deepEqual(await tool(source, 'local__add').call(request({ a: 1, b: 1 })), {
@@ -253,9 +300,11 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
         'the list after the last notification',
         () => tool(chatty, 'chatty__mark').spec.description === 'Churned 1.',
       );
-      // One listing in flight and one queued: two. A third only if notifications straddled the first's end.
+      // One listing in flight and one queued: two, or a few more when notifications straddle a listing's end
+      // (over streamable HTTP they come on another stream than the listing's answer, in no set order). The
+      // point: far fewer than one a notification.
       const more = (await listings()) - before;
-      assert.ok(more >= 1 && more <= 3, `${more} listings for 50 notifications`);
+      assert.ok(more >= 1 && more < 10, `${more} listings for 50 notifications`);
     });
 
     test('a connection that dropped is made again by the next call', async () => {
@@ -267,10 +316,13 @@ for (const transport of ['stdio', 'streamable HTTP'] as const) {
         await waitFor('the child to die', () => !isRunning(pid));
       } else {
         // A restarted server knows none of the sessions of before.
-        assert.ok(http);
-        const port = Number(new URL(http.url).port);
-        await http.stop();
-        http = await startHttpServer(port, { MCP_TEST_LOG: recordFile });
+        const old = http;
+        assert.ok(old);
+        http = await startHttpServer({
+          port: Number(new URL(old.url).port),
+          env: { MCP_TEST_LOG: recordFile },
+          beforeListen: () => old.stop(),
+        });
       }
       assert.equal(dropping.tools().length > 0, true, 'the tools stay offered meanwhile');
       const outcome = await tool(dropping, 'dropping__add').call(request({ a: 20, b: 22 }));
@@ -325,7 +377,7 @@ describe('what a server offers is bounded', () => {
   });
 
   test('a JSON response over HTTP larger than 4 MiB is cut off as too large', async () => {
-    const server = await startHttpServer(await freePort(), { MCP_TEST_JSON_RESPONSE: '1' });
+    const server = await startHttpServer({ env: { MCP_TEST_JSON_RESPONSE: '1' } });
     const log = recordingLog();
     try {
       const source = await connectMcpServer(
@@ -354,9 +406,9 @@ describe('what a server offers is bounded', () => {
 describe('connecting to several servers', () => {
   test('a server down at start is logged, and its tools are offered once it comes up', async () => {
     const log = recordingLog();
-    const port = await freePort();
+    const held = await holdPort();
     const sources = await connectMcpServers(
-      [stdioServer('up'), { name: 'late', url: `http://127.0.0.1:${port}/mcp`, timeout_ms: 5_000 }],
+      [stdioServer('up'), { name: 'late', url: `http://127.0.0.1:${held.port}/mcp`, timeout_ms: 5_000 }],
       { env: {}, log, retryMs: 100 },
     );
     let server: HttpServer | undefined;
@@ -368,7 +420,7 @@ describe('connecting to several servers', () => {
         log.lines.some((l) => l.level === 'warn' && JSON.stringify(l.obj).includes('"server":"late"')),
         JSON.stringify(log.lines),
       );
-      server = await startHttpServer(port);
+      server = await startHttpServer({ port: held.port, beforeListen: () => held.release() });
       await waitFor('the late server to be reached', () => late.tools().length > 0);
       const outcome = await tool(late, 'late__add').call(request({ a: 1, b: 2 }));
       assert.deepEqual(outcome, { status: 'ok', output: { sum: 3 } });
@@ -378,11 +430,12 @@ describe('connecting to several servers', () => {
     } finally {
       await Promise.all(sources.map((s) => s.close()));
       await server?.stop();
+      await held.release(); // already done unless the test failed before the server started
     }
   });
 
   test('headers_env values are sent, and a variable that is not set is named', async () => {
-    const server = await startHttpServer(await freePort(), { MCP_TEST_TOKEN: 'sesame' });
+    const server = await startHttpServer({ env: { MCP_TEST_TOKEN: 'sesame' } });
     try {
       const config: McpServerConfig = {
         name: 'guarded',
