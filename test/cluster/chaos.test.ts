@@ -4,7 +4,9 @@
 // with exactly one reply, in order, and no message may have been committed under a stale fencing epoch
 // (DESIGN.md §10). Half of the sessions belong to an agent with a key-honouring HTTP tool, and every third
 // send of theirs calls it: each such acknowledged turn's call must have taken effect exactly once
-// (DESIGN §13). The lease TTL is 3 s, so that the whole run stays near a minute.
+// (DESIGN §13). The SIGKILL comes while a call of one of the victim's sessions waits for the tool's answer,
+// so that at least one turn is resumed by the new owner and its call made again under its key. The lease
+// TTL is 3 s, so that the whole run stays near a minute.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,7 +22,7 @@ import {
   summarizeMisses,
 } from '../helpers/load.ts';
 import { killLeftoverChildren } from '../helpers/process.ts';
-import { startToolReceiver, toolAgent, writeAgentsFile } from '../helpers/tool-receiver.ts';
+import { startToolReceiver, type ToolRequest, toolAgent, writeAgentsFile } from '../helpers/tool-receiver.ts';
 
 after(killLeftoverChildren);
 
@@ -67,9 +69,10 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   const demoSessions = await createSessions(urls, apiKey, 15);
   const toolSessions = await createSessions(urls, apiKey, 15, 'toolbot');
   const sessions = demoSessions.flatMap((s, i) => [s, toolSessions[i] as string]);
-  // The victim of the SIGKILL owns a probe session of its own, created through it (so in one of its
-  // shards), that the load does not touch: the measure of how soon its sessions are served again.
-  const victimId = await cluster.ownerOfSession(sessions[0] as string);
+  // The victim of the SIGKILL owns a tool session, and a probe session of its own, created through it (so
+  // in one of its shards), that the load does not touch: the measure of how soon its sessions are served
+  // again.
+  const victimId = await cluster.ownerOfSession(toolSessions[0] as string);
   assert.ok(victimId);
   const victim = await cluster.indexOf(victimId);
   assert.ok(victim >= 0, `${victimId} is one of the three`);
@@ -94,10 +97,17 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   t.after(() => load.abort());
   await waitFor('warm-up', () => sessions.every((s) => (load.acked.get(s)?.length ?? 0) >= 3));
 
-  // (a) SIGKILL the victim; its sessions must be served again within TTL + 2 s.
+  // (a) SIGKILL the victim while the tool holds its answer to a call of the victim's, so that the call is
+  // in flight and its turn must be resumed elsewhere; its sessions must be served again within TTL + 2 s.
+  // Only the victim's calls are held, and only until the kill: the rest of the load goes on meanwhile.
   const others = [0, 1, 2].filter((i) => i !== victim);
+  const ofVictim = (r: ToolRequest) => r.body !== null && victimSessions.includes(r.body.session_id);
+  receiver.hold(ofVictim);
+  const inFlight = await receiver.nextRequest(ofVictim);
   await cluster.nodes[victim]?.stop('SIGKILL');
   const killedAt = Date.now();
+  receiver.release();
+  t.diagnostic(`killed while the call ${inFlight.key} of ${inFlight.body?.session_id} was in flight`);
   let served: number | undefined;
   for (let attempt = 0; served === undefined && Date.now() - killedAt < ttl + 10_000; attempt++) {
     const answer = await call(
@@ -163,4 +173,12 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   assert.deepEqual(epochs, [], epochs.slice(0, 20).join('\n'));
   const toolTurns = checkToolTurns(result, receiver, cluster.sqliteFile);
   assert.deepEqual(toolTurns, [], toolTurns.slice(0, 20).join('\n'));
+  assert.ok(
+    receiver.requests.length > keys,
+    `some call was made again under its key after the SIGKILL (${receiver.requests.length} calls under ${keys} keys)`,
+  );
+  assert.ok(
+    receiver.requests.filter((r) => r.key === inFlight.key).length >= 2,
+    `the call in flight at the SIGKILL, ${inFlight.key}, was made again`,
+  );
 });

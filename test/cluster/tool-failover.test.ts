@@ -1,18 +1,22 @@
 // Acceptance of issue 17 (DESIGN §13, durable step loop): a tool call in flight when the owner of its session
 // is SIGKILLed. The send is retried under its Idempotency-Key through another process, the new owner resumes
 // the turn from what was committed and calls the tool again under the same key, so a tool that honours the
-// key takes effect once, and the turn is stored once with its one tool call.
+// key takes effect once, and the turn is stored once with its one tool call. And of a step's two parallel
+// calls, the one whose result was committed before the SIGKILL is not called again: only the other is.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
-import { after, test } from 'node:test';
+import { after, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
 import { type Answer, call, readMessages, retryableStatus } from '../helpers/load.ts';
 import { killLeftoverChildren } from '../helpers/process.ts';
 import {
+  inputValue,
   recordDirective,
   recordedOutput,
   startToolReceiver,
+  type ToolReceiver,
+  type ToolRequest,
   toolAgent,
   writeAgentsFile,
 } from '../helpers/tool-receiver.ts';
@@ -51,6 +55,45 @@ function storedTurn(sqliteFile: string, sessionId: string) {
   } finally {
     db.close();
   }
+}
+
+/** Polls `done` every 50 ms; fails with `what` after `timeoutMs`. */
+async function waitFor(what: string, done: () => boolean, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Three processes whose agent `toolbot` calls `receiver`, and a session of it; the index of its owner, of
+ * a process the test enters through (which forwards to the owner), and of the third one. Null when the
+ * cluster cannot start here (the test was skipped).
+ */
+async function toolCluster(t: TestContext, receiver: ToolReceiver) {
+  const cluster = await startCluster(t, {
+    nodes: 3,
+    store: 'sqlite',
+    env: { PARLEY_AGENTS_FILE: await writeAgentsFile(t, [toolAgent(receiver.url)]) },
+  });
+  if (!cluster) return null;
+  await cluster.waitUntilSettled();
+  const created = await call(
+    cluster.urls[0] as string,
+    cluster.apiKey,
+    'POST',
+    '/v1/agents/toolbot/sessions',
+    {},
+  );
+  assert.ok('status' in created && created.status === 201, JSON.stringify(created));
+  const sessionId = String(created.body.id);
+  const ownerId = await cluster.ownerOfSession(sessionId);
+  assert.ok(ownerId, 'the session lies in a shard with an owner');
+  const owner = await cluster.indexOf(ownerId);
+  assert.ok(owner >= 0, `${ownerId} is one of the three`);
+  const [entry, other] = [0, 1, 2].filter((i) => i !== owner) as [number, number];
+  return { cluster, sessionId, ownerId, owner, entry, other };
 }
 
 /**
@@ -92,23 +135,10 @@ test('a tool call in flight when its owner is SIGKILLed is made again under the 
   timeout: 180_000,
 }, async (t) => {
   const receiver = await startToolReceiver(t);
-  const cluster = await startCluster(t, {
-    nodes: 3,
-    store: 'sqlite',
-    env: { PARLEY_AGENTS_FILE: await writeAgentsFile(t, [toolAgent(receiver.url)]) },
-  });
-  if (!cluster) return;
-  await cluster.waitUntilSettled();
+  const started = await toolCluster(t, receiver);
+  if (!started) return;
+  const { cluster, sessionId, ownerId, owner, entry, other } = started;
   const { urls, apiKey } = cluster;
-
-  const created = await call(urls[0] as string, apiKey, 'POST', '/v1/agents/toolbot/sessions', {});
-  assert.ok('status' in created && created.status === 201, JSON.stringify(created));
-  const sessionId = String(created.body.id);
-  const ownerId = await cluster.ownerOfSession(sessionId);
-  assert.ok(ownerId, 'the session lies in a shard with an owner');
-  const owner = await cluster.indexOf(ownerId);
-  assert.ok(owner >= 0, `${ownerId} is one of the three`);
-  const [entry, other] = [0, 1, 2].filter((i) => i !== owner) as [number, number];
 
   // The first attempt goes through a process that forwards it to the owner; the tool holds its answer.
   receiver.hold();
@@ -224,4 +254,133 @@ test('a tool call in flight when its owner is SIGKILLed is made again under the 
   assert.equal(replay.headers['idempotent-replayed'], 'true');
   assert.deepEqual(replay.body.agent_message, reply);
   assert.equal(receiver.requests.length, 2);
+});
+
+test('of two parallel calls, the one whose result was stored before its owner was SIGKILLed is not made again; the other is, under its key', {
+  timeout: 180_000,
+}, async (t) => {
+  const receiver = await startToolReceiver(t);
+  const started = await toolCluster(t, receiver);
+  if (!started) return;
+  const { cluster, sessionId, ownerId, owner, entry, other } = started;
+  const { urls, apiKey } = cluster;
+
+  // One step asks for both calls; the tool answers "a" at once and holds its answer to "b".
+  const of = (value: string) => (r: ToolRequest) => inputValue(r.body?.input) === value;
+  receiver.hold(of('b'));
+  const callA = receiver.nextRequest(of('a'));
+  const callB = receiver.nextRequest(of('b'));
+  const path = `/v1/agents/sessions/${sessionId}/messages`;
+  const send = { content: `Keep both. ${recordDirective('a')} ${recordDirective('b')}` };
+  const key = 'tool-failover-2';
+  const first = call(urls[entry] as string, apiKey, 'POST', path, send, { 'idempotency-key': key }, 30_000);
+  const [a, b] = await Promise.all([callA, callB]);
+  assert.ok(a.body && b.body, `${a.raw} ${b.raw}`);
+  assert.equal(a.body.turn_id, b.body.turn_id, 'one turn');
+  assert.notEqual(a.key, b.key);
+  const turnId = a.body.turn_id;
+
+  // The owner commits the result of "a" when it arrives; "b" is committed without one, as it waits.
+  await waitFor('the result of "a" is committed', () =>
+    storedTurn(cluster.sqliteFile, sessionId).calls.some(
+      (c) => c.id === a.body?.call_id && c.status !== null,
+    ),
+  );
+  const before = storedTurn(cluster.sqliteFile, sessionId);
+  assert.deepEqual(
+    before.calls.map((c) => [c.turn_id, c.id, c.status, c.output && JSON.parse(c.output)]),
+    [
+      [turnId, a.body.call_id, 'ok', recordedOutput('a')],
+      [turnId, b.body.call_id, null, null],
+    ],
+    'both calls are committed, and only the result of "a"',
+  );
+  assert.deepEqual(
+    before.messages.map((m) => m.role),
+    ['user'],
+  );
+
+  await cluster.nodes[owner]?.stop('SIGKILL');
+  const firstAnswer = await first;
+  assert.ok(
+    !('status' in firstAnswer) || firstAnswer.status !== 201,
+    `the attempt whose owner died was not answered 201: ${JSON.stringify(firstAnswer)}`,
+  );
+
+  // Retried through the live processes: the new owner makes the call of "b" again (still held), not "a".
+  const killedAt = Date.now();
+  const againB = receiver.nextRequest(of('b'));
+  const retried = sendUntilAnswered(cluster, [other, entry], path, send, key, cluster.leaseTtlMs + 30_000);
+  const first_ = await Promise.race([
+    againB.then(() => 'the tool was called again for "b"' as const),
+    retried.then(({ answer }) => `the retry was answered ${answer.status}: ${JSON.stringify(answer.body)}`),
+  ]);
+  assert.equal(first_, 'the tool was called again for "b"', 'the resumed turn calls "b" before it answers');
+  const again = await againB;
+  t.diagnostic(`the new owner called the tool again for "b" ${again.at - killedAt} ms after the SIGKILL`);
+  receiver.release();
+
+  const { answer } = await retried;
+  assert.equal(answer.status, 201, JSON.stringify(answer.body));
+  assert.notEqual(answer.node, ownerId, 'a live process answered');
+  const reply = answer.body.agent_message;
+  const text = String(reply.content[0]?.text);
+  assert.ok(
+    text.endsWith(
+      `Tools: record ok ${JSON.stringify(recordedOutput('a'))}; record ok ${JSON.stringify(recordedOutput('b'))}.`,
+    ),
+    `the reply ends the turn with both results: ${text}`,
+  );
+  assert.deepEqual(
+    reply.tool_calls.map((c: { id: string; name: string; status: string; output: unknown }) => [
+      c.id,
+      c.name,
+      c.status,
+      c.output,
+    ]),
+    [
+      [a.body.call_id, 'record', 'ok', recordedOutput('a')],
+      [b.body.call_id, 'record', 'ok', recordedOutput('b')],
+    ],
+  );
+
+  // The key of "a" came once, the key of "b" twice; each took effect once.
+  const seen = (k: string) => receiver.requests.filter((r) => r.key === k).length;
+  assert.equal(seen(a.key), 1, `"a" was not called again: ${JSON.stringify(receiver.requests)}`);
+  assert.equal(seen(b.key), 2, `"b" was called again under its key: ${JSON.stringify(receiver.requests)}`);
+  assert.equal(receiver.requests.length, 3);
+  assert.deepEqual(again.body, b.body, 'the call of "b" is made again as it was first made');
+  assert.deepEqual(
+    new Map(receiver.applications),
+    new Map([
+      [a.key, 1],
+      [b.key, 1],
+    ]),
+  );
+
+  // Stored once: one user message, one reply, two tool calls with their one result each.
+  const stored = storedTurn(cluster.sqliteFile, sessionId);
+  assert.deepEqual(
+    stored.calls.map((c) => [c.turn_id, c.id, c.name, c.status, c.output && JSON.parse(c.output)]),
+    [
+      [turnId, a.body.call_id, 'record', 'ok', recordedOutput('a')],
+      [turnId, b.body.call_id, 'record', 'ok', recordedOutput('b')],
+    ],
+  );
+  assert.deepEqual(
+    stored.messages.map((m) => [m.role, m.turn_id]),
+    [
+      ['user', turnId],
+      ['assistant', turnId],
+    ],
+  );
+  assert.equal(stored.messages[1]?.id, reply.id);
+  assert.equal(JSON.parse(stored.messages[1]?.tool_calls ?? 'null')?.length, 2);
+
+  // The same send once more replays the stored answer: no further call.
+  const replay = await call(urls[entry] as string, apiKey, 'POST', path, send, { 'idempotency-key': key });
+  assert.ok('status' in replay && replay.status === 201, JSON.stringify(replay));
+  assert.equal(replay.headers['idempotent-replayed'], 'true');
+  assert.deepEqual(replay.body.agent_message, reply);
+  assert.equal(receiver.requests.length, 3);
 });

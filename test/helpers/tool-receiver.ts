@@ -1,6 +1,7 @@
 // A real HTTP tool on loopback that honours the Idempotency-Key (DESIGN §13), for tests of tool calls across
 // crashes and failovers: it records every call, takes effect once per key (a repeated key is answered with
-// the stored result), and can hold its answers so that a test acts while a call is in flight.
+// the stored result), and can hold its answers (all, or those a test picks) so that a test acts while a call
+// is in flight.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
@@ -42,12 +43,15 @@ export interface ToolReceiver {
   readonly applications: ReadonlyMap<string, number>;
   /** Per Idempotency-Key, the result its effect gave: what every request with the key is answered. */
   readonly results: ReadonlyMap<string, unknown>;
-  /** From now on requests are not answered (their effect still applies on arrival) until release(). */
-  hold(): void;
+  /**
+   * From now on the requests that `match` selects (by default every one) are not answered (their effect
+   * still applies on arrival) until release(); the others are answered as they come.
+   */
+  hold(match?: (request: ToolRequest) => boolean): void;
   /** Answers every held request and stops holding. */
   release(): void;
-  /** Resolves with the next request to arrive after this call. */
-  nextRequest(): Promise<ToolRequest>;
+  /** Resolves with the next request to arrive after this call that `match` selects (by default any). */
+  nextRequest(match?: (request: ToolRequest) => boolean): Promise<ToolRequest>;
   /** Resolves once `count` requests in all have arrived (at once if they have), with the last of them. */
   received(count: number): Promise<ToolRequest>;
   /** The distinct keys of the requests that `match` selects, in order of first arrival. */
@@ -81,8 +85,9 @@ export async function startToolReceiver(
   const applications = new Map<string, number>();
   const results = new Map<string, unknown>();
   const held: Array<() => void> = [];
-  const waiters: Array<{ count: number; resolve: (request: ToolRequest) => void }> = [];
-  let holding = false;
+  /** Each waiter is told of every request that arrives, and is done once it says so. */
+  const waiters: Array<(request: ToolRequest) => boolean> = [];
+  let holding: ((request: ToolRequest) => boolean) | null = null;
 
   const answer = (res: ServerResponse, status: number, body: unknown) => {
     // The caller may be gone (its process killed while the answer was held): nothing is left to tell.
@@ -113,15 +118,12 @@ export async function startToolReceiver(
       results.set(key, effect(body));
       applications.set(key, (applications.get(key) ?? 0) + 1);
     }
-    for (const waiter of waiters.splice(0)) {
-      if (requests.length >= waiter.count) waiter.resolve(request);
-      else waiters.push(waiter);
-    }
+    for (const waiter of waiters.splice(0)) if (!waiter(request)) waiters.push(waiter);
     const respond = () =>
       body === null || key === ''
         ? answer(res, 400, { error: 'not a tool call with an Idempotency-Key' })
         : answer(res, 200, results.get(key));
-    if (holding) held.push(respond);
+    if (holding?.(request)) held.push(respond);
     else respond();
   });
   server.listen(0, '127.0.0.1');
@@ -130,25 +132,38 @@ export async function startToolReceiver(
   assert.ok(address !== null && typeof address === 'object');
 
   const release = () => {
-    holding = false;
+    holding = null;
     for (const respond of held.splice(0)) respond();
   };
   const received = (count: number) =>
     new Promise<ToolRequest>((resolve) => {
       const last = requests[count - 1];
       if (last) resolve(last);
-      else waiters.push({ count, resolve });
+      else
+        waiters.push((request) => {
+          if (requests.length < count) return false;
+          resolve(request);
+          return true;
+        });
+    });
+  const nextRequest = (match: (request: ToolRequest) => boolean = () => true) =>
+    new Promise<ToolRequest>((resolve) => {
+      waiters.push((request) => {
+        if (!match(request)) return false;
+        resolve(request);
+        return true;
+      });
     });
   const receiver: ToolReceiver = {
     url: `http://127.0.0.1:${address.port}/record`,
     requests,
     applications,
     results,
-    hold() {
-      holding = true;
+    hold(match = () => true) {
+      holding = match;
     },
     release,
-    nextRequest: () => received(requests.length + 1),
+    nextRequest,
     received,
     keysOf: (match) => [...new Set(requests.filter(match).map((r) => r.key))],
     async close() {

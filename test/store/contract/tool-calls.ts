@@ -138,6 +138,63 @@ export function toolCalls(f: SessionFixture): void {
       ]);
     });
 
+    it('a result is written once: a later commit with toolResults for a completed call keeps the first result', async () => {
+      const tenantId = await tenant();
+      const { record, fence } = await createSession(tenantId);
+      const turn = newId('turn');
+      const start = Date.now();
+      const calls = [call(turn, 1, 0), call(turn, 1, 1)];
+      await ctx.store.commitSession({
+        session_id: record.id,
+        fence,
+        at: after(start, 1_000),
+        patch: { snapshot: '{"acting":2}' },
+        toolCalls: calls,
+      });
+      const [done, open] = pending(calls, after(start, 1_000));
+      assert.ok(done && open);
+      const firstOutput = { recorded: 'first' };
+      await ctx.store.commitSession({
+        session_id: record.id,
+        fence,
+        at: after(start, 2_000),
+        patch: { snapshot: '{"acting":1}' },
+        toolResults: [{ id: done.id, turn_id: turn, status: 'ok', output: firstOutput, duration_ms: 12 }],
+      });
+      const completed = { ...done, status: 'ok' as const, output: firstOutput, duration_ms: 12 };
+      assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [completed, open]);
+
+      // The same process again (a late duplicate), then a new owner that made the call once more: the
+      // write succeeds, and completes what had no result, but the stored result stays the first.
+      await ctx.store.commitSession({
+        session_id: record.id,
+        fence,
+        at: after(start, 3_000),
+        patch: { snapshot: '{"acting":1,"again":true}' },
+        toolResults: [
+          { id: done.id, turn_id: turn, status: 'error', output: { error: 'late' }, duration_ms: 99 },
+        ],
+      });
+      assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [completed, open]);
+      const current = await claim(record.shard);
+      const openOutput = 'the other one';
+      await ctx.store.commitSession({
+        session_id: record.id,
+        fence: current,
+        at: after(start, 4_000),
+        patch: { snapshot: '{"acting":0}' },
+        toolResults: [
+          { id: done.id, turn_id: turn, status: 'ok', output: { recorded: 'second' }, duration_ms: 30 },
+          { id: open.id, turn_id: turn, status: 'ok', output: openOutput, duration_ms: 5 },
+        ],
+      });
+      assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
+        completed,
+        { ...open, status: 'ok', output: openOutput, duration_ms: 5 },
+      ]);
+      assert.equal((await ctx.store.loadSession(record.id))?.snapshot, '{"acting":0}');
+    });
+
     it('a stale fence refuses tool calls and tool results alike, writing nothing', async () => {
       const tenantId = await tenant();
       const { record, fence: stale } = await createSession(tenantId);
