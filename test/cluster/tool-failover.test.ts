@@ -131,6 +131,44 @@ async function sendUntilAnswered(
   }
 }
 
+/**
+ * SIGKILLs the owner while its tool call is held (the first attempt must not have been answered 201), retries
+ * the same send through the live processes, and checks that the new owner makes the held call (`match`) again
+ * before the retry is answered; then lets the tool answer.
+ */
+async function killAndResume<A>(
+  t: TestContext,
+  o: {
+    cluster: Cluster;
+    receiver: ToolReceiver;
+    owner: number;
+    first: Promise<A>;
+    retry: () => Promise<{ answer: Answer; misses: string[] }>;
+    called: string;
+    match?: (request: ToolRequest) => boolean;
+  },
+) {
+  await o.cluster.nodes[o.owner]?.stop('SIGKILL');
+  const firstAnswer = await o.first;
+  assert.ok(
+    !(typeof firstAnswer === 'object' && firstAnswer !== null && 'status' in firstAnswer) ||
+      firstAnswer.status !== 201,
+    `the attempt whose owner died was not answered 201: ${JSON.stringify(firstAnswer)}`,
+  );
+  // The same send, retried until a live process serves it (the lease expires meanwhile).
+  const killedAt = Date.now();
+  const again = o.receiver.nextRequest(o.match);
+  const retried = o.retry();
+  const came = await Promise.race([
+    again.then(() => o.called),
+    retried.then(({ answer }) => `the retry was answered ${answer.status}: ${JSON.stringify(answer.body)}`),
+  ]);
+  assert.equal(came, o.called, 'the resumed turn calls the tool before it answers');
+  t.diagnostic(`${o.called} ${(await again).at - killedAt} ms after the SIGKILL`);
+  o.receiver.release();
+  return { firstAnswer, retried, again: await again };
+}
+
 test('a tool call in flight when its owner is SIGKILLed is made again under the same Idempotency-Key, takes effect once, and its turn is stored once', {
   timeout: 180_000,
 }, async (t) => {
@@ -164,25 +202,14 @@ test('a tool call in flight when its owner is SIGKILLed is made again under the 
     ['user'],
   );
 
-  await cluster.nodes[owner]?.stop('SIGKILL');
-  const firstAnswer = await first;
-  assert.ok(
-    !('status' in firstAnswer) || firstAnswer.status !== 201,
-    `the attempt whose owner died was not answered 201: ${JSON.stringify(firstAnswer)}`,
-  );
-
-  // The same send, retried through the live processes until one serves it (the lease expires meanwhile).
-  const killedAt = Date.now();
-  const secondCall = receiver.nextRequest();
-  const retried = sendUntilAnswered(cluster, [other, entry], path, send, key, cluster.leaseTtlMs + 30_000);
-  const first_ = await Promise.race([
-    secondCall.then(() => 'the tool was called again' as const),
-    retried.then(({ answer }) => `the retry was answered ${answer.status}: ${JSON.stringify(answer.body)}`),
-  ]);
-  assert.equal(first_, 'the tool was called again', 'the resumed turn calls the tool before it answers');
-  const again = await secondCall;
-  t.diagnostic(`the new owner called the tool again ${again.at - killedAt} ms after the SIGKILL`);
-  receiver.release();
+  const { firstAnswer, retried, again } = await killAndResume(t, {
+    cluster,
+    receiver,
+    owner,
+    first,
+    retry: () => sendUntilAnswered(cluster, [other, entry], path, send, key, cluster.leaseTtlMs + 30_000),
+    called: 'the tool was called again',
+  });
 
   const { answer, misses } = await retried;
   const counts = new Map<string, number>();
@@ -300,25 +327,16 @@ test('of two parallel calls, the one whose result was stored before its owner wa
     ['user'],
   );
 
-  await cluster.nodes[owner]?.stop('SIGKILL');
-  const firstAnswer = await first;
-  assert.ok(
-    !('status' in firstAnswer) || firstAnswer.status !== 201,
-    `the attempt whose owner died was not answered 201: ${JSON.stringify(firstAnswer)}`,
-  );
-
-  // Retried through the live processes: the new owner makes the call of "b" again (still held), not "a".
-  const killedAt = Date.now();
-  const againB = receiver.nextRequest(of('b'));
-  const retried = sendUntilAnswered(cluster, [other, entry], path, send, key, cluster.leaseTtlMs + 30_000);
-  const first_ = await Promise.race([
-    againB.then(() => 'the tool was called again for "b"' as const),
-    retried.then(({ answer }) => `the retry was answered ${answer.status}: ${JSON.stringify(answer.body)}`),
-  ]);
-  assert.equal(first_, 'the tool was called again for "b"', 'the resumed turn calls "b" before it answers');
-  const again = await againB;
-  t.diagnostic(`the new owner called the tool again for "b" ${again.at - killedAt} ms after the SIGKILL`);
-  receiver.release();
+  // The new owner makes the call of "b" again (still held), not "a".
+  const { retried, again } = await killAndResume(t, {
+    cluster,
+    receiver,
+    owner,
+    first,
+    retry: () => sendUntilAnswered(cluster, [other, entry], path, send, key, cluster.leaseTtlMs + 30_000),
+    called: 'the tool was called again for "b"',
+    match: of('b'),
+  });
 
   const { answer } = await retried;
   assert.equal(answer.status, 201, JSON.stringify(answer.body));
