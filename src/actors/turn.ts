@@ -231,6 +231,17 @@ async function modelCaller(
   let learnt = false;
 
   return async (steps, tools, onDelta) => {
+    if (steps.length > 0 && Number.isFinite(agent.context_window)) {
+      // The turn's own steps (its tool calls and results) are sent whole: older history makes room for them,
+      // as if the reply's reserve had grown by their size (bytes: a token is at least one).
+      const reserve = Buffer.byteLength(JSON.stringify(steps));
+      const room = { ...agent, max_tokens: agent.max_tokens + reserve };
+      const replanned = await planWindow(system, history, room, estimateCorrection.ratio(agent));
+      if (replanned.messages.length < sent.length) {
+        sent = sent.slice(sent.length - Math.max(1, replanned.messages.length));
+        base = await toModelMessages(store, session.tenant_id, sent, files);
+      }
+    }
     const modelStarted = performance.now();
     // One total time for the step's calls: a second call (below) gets what the first left.
     const deadline = Date.now() + agent.timeouts.total_ms;

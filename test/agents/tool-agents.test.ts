@@ -7,7 +7,13 @@ import { after, before, describe, test } from 'node:test';
 import { type FakeModelServer, startFakeModelServer } from '../../support/fake-model-server.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { buildSessionApp, createSession, send, textOf } from '../helpers/sessions.ts';
-import { startToolReceiver, type ToolReceiver, toolAgent } from '../helpers/tool-receiver.ts';
+import {
+  inputValue,
+  recordedOutput,
+  startToolReceiver,
+  type ToolReceiver,
+  toolAgent,
+} from '../helpers/tool-receiver.ts';
 
 let fake: FakeModelServer;
 let receiver: ToolReceiver;
@@ -16,7 +22,15 @@ let t: TestApp;
 before(async () => {
   fake = await startFakeModelServer();
   // Closed below, after the app that calls it.
-  receiver = await startToolReceiver({ after: () => {} });
+  receiver = await startToolReceiver(
+    { after: () => {} },
+    {
+      effect: (body) =>
+        inputValue(body.input) === 'big'
+          ? { text: 'x'.repeat(4000) }
+          : recordedOutput(inputValue(body.input)),
+    },
+  );
   const agent = (id: string, provider: string, extra: object = {}) => ({
     ...toolAgent(receiver.url, id),
     provider,
@@ -30,6 +44,7 @@ before(async () => {
     agent('gpt', 'openai'),
     agent('claude', 'anthropic'),
     agent('claude-once', 'anthropic', { max_steps: 1 }),
+    agent('gpt-small', 'openai', { context_window: 2048, max_tokens: 256 }),
   ]);
 });
 after(async () => {
@@ -96,5 +111,27 @@ describe('a tool step on the wire', () => {
     assert.equal((requests[1]?.body.tools as unknown[] | undefined)?.length, 1);
     assert.deepEqual(requests[1]?.body.tool_choice, { type: 'none' });
     assert.equal(reply.stop_reason, 'max_steps');
+  });
+
+  test('a large tool result makes room for itself in the next step: older history is left out, not the result', async () => {
+    const session = await createSession(t, 'gpt-small');
+    for (let i = 0; i < 4; i++) {
+      const res = await send(t, session.id, { content: `${i} ${'word '.repeat(200)}` });
+      assert.equal(res.statusCode, 201, res.body);
+    }
+    fake.queue.push(
+      { kind: 'tools', calls: [{ name: 'record', input: { value: 'big' } }] },
+      { kind: 'reply', text: 'Noted.' },
+    );
+    const since = fake.requests.length;
+    const res = await send(t, session.id, { content: 'Fetch the big one' });
+    assert.equal(res.statusCode, 201, res.body);
+    const [first, second] = fake.requests.slice(since).map((r) => r.body.messages as { role: string }[]);
+    const history = (messages: { role: string }[] | undefined) =>
+      (messages ?? []).filter((m) => m.role === 'user' || (m.role === 'assistant' && !('tool_calls' in m)));
+    assert.equal(history(first).length, 9, 'the first step sees the whole history');
+    assert.ok(history(second).length < history(first).length, 'the second step leaves older history out');
+    assert.match(JSON.stringify(history(second).at(-1)), /Fetch the big one/);
+    assert.ok(JSON.stringify(second).includes('x'.repeat(4000)), 'the tool result is sent whole');
   });
 });
