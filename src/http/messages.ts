@@ -1,12 +1,13 @@
 // Messages of a session (server-side family): send one and get the agent's reply (plain or streamed, shared
-// with the public family in message-routes.ts), list them, read one.
+// with the public family in message-routes.ts; or as an AI SDK chat, chat-routes.ts), list them, read one.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { publicMessage } from '../actors/public-message.ts';
 import type { SessionService } from '../actors/session-service.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
-import { messagePage, registerSendRoutes } from './message-routes.ts';
+import { registerChatRoute } from './chat-routes.ts';
+import { messagePage, registerSendRoutes, type SendFamily } from './message-routes.ts';
 import { messageSchema } from './message-schemas.ts';
 import { onSession } from './route-config.ts';
 import { authErrors, pageOf, pageQuery } from './schemas.ts';
@@ -18,18 +19,15 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
   sessions: SessionService;
   pingMs: number;
 }> = async (app, { store, sessions, pingMs }) => {
-  registerSendRoutes(
-    app,
-    '/v1/agents/sessions/:session_id/messages',
-    {
-      tags: ['messages'],
-      param: 'session_id',
-      target: keySession,
-      endUser: false,
-      view: () => ({ message: (m) => m, tools: true }),
-    },
-    { sessions, pingMs },
-  );
+  const family: SendFamily = {
+    tags: ['messages'],
+    param: 'session_id',
+    target: keySession,
+    endUser: false,
+    view: () => ({ message: (m) => m, tools: true }),
+  };
+  registerSendRoutes(app, '/v1/agents/sessions/:session_id/messages', family, { sessions, pingMs });
+  registerChatRoute(app, '/v1/agents/sessions/:session_id/chat', family, { sessions, pingMs });
 
   app.get(
     '/v1/agents/sessions/:session_id/messages',

@@ -1,6 +1,6 @@
 // Inside one conversation, with its session token: read its state and messages, send a message (shared with
-// the server-side family in message-routes.ts), leave feedback, emit the inactivity messages, terminate. Each
-// call is limited to the token's conversation.
+// the server-side family in message-routes.ts and chat-routes.ts), leave feedback, emit the inactivity
+// messages, terminate. Each call is limited to the token's conversation.
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +8,7 @@ import { conversationMessage, type PublicMessage } from '../actors/public-messag
 import type { SessionService } from '../actors/session-service.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
+import { registerChatRoute } from './chat-routes.ts';
 import {
   conversationParams,
   conversationSchema,
@@ -17,7 +18,7 @@ import {
   inactivityResult,
   toConversation,
 } from './conversation-schemas.ts';
-import { messagePage, registerSendRoutes } from './message-routes.ts';
+import { messagePage, registerSendRoutes, type SendFamily } from './message-routes.ts';
 import { conversationMessageSchema } from './message-schemas.ts';
 import { onConversation } from './route-config.ts';
 import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
@@ -68,12 +69,15 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       messagePage(store, sessions, tokenSession(request), request.query, view(request).message),
   );
 
-  registerSendRoutes(
-    app,
-    '/:conversation_id/messages',
-    { tags: ['public'], param: 'conversation_id', target: tokenSession, endUser: true, view },
-    { sessions, pingMs },
-  );
+  const family: SendFamily = {
+    tags: ['public'],
+    param: 'conversation_id',
+    target: tokenSession,
+    endUser: true,
+    view,
+  };
+  registerSendRoutes(app, '/:conversation_id/messages', family, { sessions, pingMs });
+  registerChatRoute(app, '/:conversation_id/chat', family, { sessions, pingMs });
 
   app.post(
     '/:conversation_id/feedback',
