@@ -15,6 +15,7 @@ import { chatRequest, chatSend, uiMessageStreamResponse } from './chat-schemas.t
 import type { SendFamily, SendOptions } from './message-routes.ts';
 import { idempotencyHeaders, turnErrors } from './message-schemas.ts';
 import { authErrors } from './schemas.ts';
+import { streamedError } from './turn-stream.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
 
@@ -243,16 +244,7 @@ export class TurnChunks {
     this.#push({
       type: 'message-metadata',
       messageMetadata: {
-        // What a plain send's envelope carries, so that a client can act alike.
-        error: {
-          code: error.code,
-          name: error.errorName,
-          message: error.message,
-          ...(error.context ? { context: error.context } : {}),
-          ...(error.headers?.['retry-after']
-            ? { retry_after_seconds: Number(error.headers['retry-after']) }
-            : {}),
-        },
+        error: streamedError(error),
         // Text was sent that is not stored: the client must discard it.
         partial: this.#textSent,
       },

@@ -140,16 +140,7 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
         flushHeld();
         sse.send('turn.failed', `${turnId}:${offset + 2}`, {
           turn_id: turnId,
-          // What a plain send's envelope carries, so that a streamed client can act alike.
-          error: {
-            code: error.code,
-            name: error.errorName,
-            message: error.message,
-            ...(error.context ? { context: error.context } : {}),
-            ...(error.headers?.['retry-after']
-              ? { retry_after_seconds: Number(error.headers['retry-after']) }
-              : {}),
-          },
+          error: streamedError(error),
           partial,
         });
         sse.close();
@@ -157,6 +148,15 @@ export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Pro
     );
   });
 }
+
+/** A turn's failure as a stream tells it: what a plain send's envelope carries, so a client can act alike. */
+export const streamedError = (error: AppError) => ({
+  code: error.code,
+  name: error.errorName,
+  message: error.message,
+  ...(error.context ? { context: error.context } : {}),
+  ...(error.headers?.['retry-after'] ? { retry_after_seconds: Number(error.headers['retry-after']) } : {}),
+});
 
 const textOf = (content: { type: string; text?: string }[]) =>
   content.map((block) => (block.type === 'text' ? (block.text ?? '') : '')).join('');

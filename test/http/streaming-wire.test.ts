@@ -289,7 +289,8 @@ describe('a client that does not read while a large reply arrives', () => {
     const reader = await stream(sessionId, { content: 'Say a lot' });
     const paused = Date.now();
     // Not a byte is read from the body here.
-    storedWhilePaused = await pollMessages(sessionId, (messages) => messages.length === 2);
+    // A bound for a loaded machine: 16 MiB of reply is a few seconds of CPU when the suite runs alongside.
+    storedWhilePaused = await pollMessages(sessionId, (messages) => messages.length === 2, 60_000);
     const left = 1000 - (Date.now() - paused);
     if (left > 0) await sleep(left);
     events = await reader.all();
