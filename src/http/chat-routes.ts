@@ -3,7 +3,7 @@
 // an observer: same semantics, same errors, JSON before the stream starts), and answers with the UI message
 // stream, framed by the SDK's own helpers. The Idempotency-Key is the header, else the user message's id, so
 // that the SDK's retries replay the stored reply instead of running a second turn.
-import { createUIMessageStreamResponse, type FinishReason, type UIMessageChunk } from 'ai';
+import type { FinishReason, UIMessageChunk } from 'ai';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -18,6 +18,13 @@ import { authErrors } from './schemas.ts';
 import { streamedError } from './turn-stream.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
+
+/** The AI SDK, loaded on the first chat request: a process that serves none does not carry it (~28 MB). */
+let sdk: Promise<typeof import('ai')> | undefined;
+const loadSdk = () => {
+  sdk ??= import('ai');
+  return sdk;
+};
 
 /** Registers `POST <path>`, the chat route of `family`. */
 export function registerChatRoute(
@@ -42,7 +49,9 @@ export function registerChatRoute(
     async (request, reply) => {
       const target = family.target(request, request.params[family.param]);
       const { id, content } = chatSend(request.body.messages);
+      const { createUIMessageStreamResponse } = await loadSdk();
       return streamChat(reply, {
+        respond: createUIMessageStreamResponse,
         run: (observer) =>
           sessions.send(
             target.tenantId,
@@ -66,6 +75,8 @@ export function registerChatRoute(
 }
 
 interface ChatStreamOptions {
+  /** The SDK's framing of a chunk stream as its SSE response. */
+  respond: typeof import('ai')['createUIMessageStreamResponse'];
   run(observer: TurnObserver): Promise<SendResult>;
   sessionId: string;
   /** Whether tool calls are shown (the API-key family; the public one where the agent exposes tools). */
@@ -86,7 +97,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
   return new Promise<FastifyReply>((resolve, reject) => {
     const begin = (replayed: boolean) => {
       started = true;
-      const response = createUIMessageStreamResponse({
+      const response = options.respond({
         stream: chunks.stream,
         keepAliveMs: options.pingMs,
         ...(replayed ? { headers: { 'idempotent-replayed': 'true' } } : {}),
