@@ -155,9 +155,11 @@ describe('fuzzing every route', () => {
       })
       .filter(({ route, method }) => !routes.some((r) => r.path === route.path && r.method === method))
       .chain(({ route, method, headers }) =>
-        idArbitrary(route).map((id) =>
-          described({ method, url: urlOf(route, id), headers: headersOf(headers) }),
-        ),
+        idArbitrary(route)
+          // An id with `#` or `?` ends the path early: the URL then names another route (DELETE of
+          // `/files/#/content` is DELETE `/files/`, a route of its own), not this one with a wrong method.
+          .filter((id) => !/[#?]/.test(id))
+          .map((id) => described({ method, url: urlOf(route, id), headers: headersOf(headers) })),
       );
     await fuzz(requests, (req, res) => {
       if (req.method === 'HEAD') return; // every path has a GET, so HEAD is routed; its bodyless answer is checked
