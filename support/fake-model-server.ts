@@ -103,8 +103,8 @@ function messageStart(reply: FastifyReply): void {
   );
 }
 
-function messagesStream(reply: FastifyReply, text: string, finish: string | null): void {
-  messageStart(reply);
+/** Anthropic's text block at index 0, streamed in pieces; left open (a cut stream ends here). */
+function textBlock(reply: FastifyReply, text: string): void {
   reply.raw.write(
     event('content_block_start', {
       type: 'content_block_start',
@@ -121,16 +121,28 @@ function messagesStream(reply: FastifyReply, text: string, finish: string | null
       }),
     );
   }
-  if (finish === null) return;
-  reply.raw.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+}
+
+const blockStop = (index: number) => event('content_block_stop', { type: 'content_block_stop', index });
+
+/** The end of an Anthropic message: why it stopped, then message_stop. */
+function messageEnd(reply: FastifyReply, stopReason: string): void {
   reply.raw.write(
     event('message_delta', {
       type: 'message_delta',
-      delta: { stop_reason: anthropicStop[finish] ?? 'end_turn', stop_sequence: null },
+      delta: { stop_reason: stopReason, stop_sequence: null },
       usage: { output_tokens: 7 },
     }),
   );
   reply.raw.write(event('message_stop', { type: 'message_stop' }));
+}
+
+function messagesStream(reply: FastifyReply, text: string, finish: string | null): void {
+  messageStart(reply);
+  textBlock(reply, text);
+  if (finish === null) return;
+  reply.raw.write(blockStop(0));
+  messageEnd(reply, anthropicStop[finish] ?? 'end_turn');
 }
 
 /** Anthropic's tool calls: a `tool_use` block each, its input in `input_json_delta` pieces, then stop. */
@@ -138,23 +150,8 @@ function messagesToolsStream(reply: FastifyReply, calls: ToolCallBehaviour[], te
   messageStart(reply);
   const offset = text === '' ? 0 : 1;
   if (text !== '') {
-    reply.raw.write(
-      event('content_block_start', {
-        type: 'content_block_start',
-        index: 0,
-        content_block: { type: 'text', text: '' },
-      }),
-    );
-    for (const piece of pieces(text)) {
-      reply.raw.write(
-        event('content_block_delta', {
-          type: 'content_block_delta',
-          index: 0,
-          delta: { type: 'text_delta', text: piece },
-        }),
-      );
-    }
-    reply.raw.write(event('content_block_stop', { type: 'content_block_stop', index: 0 }));
+    textBlock(reply, text);
+    reply.raw.write(blockStop(0));
   }
   calls.forEach((call, i) => {
     const index = i + offset;
@@ -175,16 +172,9 @@ function messagesToolsStream(reply: FastifyReply, calls: ToolCallBehaviour[], te
         }),
       );
     }
-    reply.raw.write(event('content_block_stop', { type: 'content_block_stop', index }));
+    reply.raw.write(blockStop(index));
   });
-  reply.raw.write(
-    event('message_delta', {
-      type: 'message_delta',
-      delta: { stop_reason: 'tool_use', stop_sequence: null },
-      usage: { output_tokens: 7 },
-    }),
-  );
-  reply.raw.write(event('message_stop', { type: 'message_stop' }));
+  messageEnd(reply, 'tool_use');
 }
 
 export async function startFakeModelServer(): Promise<FakeModelServer> {
