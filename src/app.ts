@@ -31,6 +31,7 @@ import { registerOpenApi } from './http/openapi.ts';
 import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
 import { requireDeclaredSessions } from './http/route-config.ts';
+import { LiveTurns } from './http/turn-log.ts';
 import { nulIssues, validatorCompiler } from './http/validation.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -292,8 +293,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   requireDeclaredSessions(app);
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
-  await app.register(apiFamily, { store, config, sessions, tokens, redis });
-  await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis });
+  const turns = new LiveTurns();
+  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
+  await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis, turns });
 
   app.addHook('onReady', async () => {
     if (bootstrapKey?.revoked_at) {

@@ -38,6 +38,7 @@ export const errorCatalogue = {
     message: 'No such conversation.',
   },
   message_not_found: { status: 404, name: 'MessageNotFoundError', message: 'No such message.' },
+  turn_not_found: { status: 404, name: 'TurnNotFoundError', message: 'No such turn in this session.' },
   file_not_found: { status: 404, name: 'FileNotFoundError', message: 'No such file.' },
   user_reference_conflict: {
     status: 409,
@@ -118,6 +119,12 @@ export const errorCatalogue = {
     status: 503,
     name: 'ShardMovingError',
     message: 'The session is moving between processes; retry shortly.',
+  },
+  turn_interrupted: {
+    status: 503,
+    name: 'TurnInterruptedError',
+    message:
+      'The turn ended without a reply (its process stopped, or it failed); send the message again with the same Idempotency-Key to finish it.',
   },
   service_unavailable: {
     status: 503,

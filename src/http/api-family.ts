@@ -13,6 +13,7 @@ import { messagesRoutes } from './messages.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { runRoutes } from './run.ts';
 import { sessionsRoutes } from './sessions.ts';
+import type { LiveTurns } from './turn-log.ts';
 import { usersRoutes } from './users.ts';
 
 export interface ApiFamilyOptions {
@@ -22,11 +23,13 @@ export interface ApiFamilyOptions {
   tokens: SessionTokens;
   /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
   redis?: Redis;
+  /** This process's streamed turns (shared by both families). */
+  turns: LiveTurns;
 }
 
 export async function apiFamily(
   scope: FastifyInstance,
-  { store, config, sessions, tokens, redis }: ApiFamilyOptions,
+  { store, config, sessions, tokens, redis, turns }: ApiFamilyOptions,
 ) {
   // Documents the credential on every route of the family, for /docs and generated clients.
   scope.addHook('onRoute', (route) => {
@@ -45,7 +48,7 @@ export async function apiFamily(
     fileQuota: config.fileQuota,
   });
   await scope.register(sessionsRoutes, { store, sessions });
-  await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs });
+  await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs, turns });
   await scope.register(runRoutes, { sessions });
   await scope.register(conversationsRoutes, { sessions, tokens });
 }

@@ -15,7 +15,7 @@ import { chatRequest, chatSend, uiMessageStreamResponse } from './chat-schemas.t
 import type { SendFamily, SendOptions } from './message-routes.ts';
 import { idempotencyHeaders, turnErrors } from './message-schemas.ts';
 import { authErrors } from './schemas.ts';
-import { streamedError } from './turn-stream.ts';
+import { streamedError } from './turn-events.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
 

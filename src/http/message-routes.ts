@@ -22,6 +22,7 @@ import {
 } from './message-schemas.ts';
 import { authErrors } from './schemas.ts';
 import type { SessionTarget } from './session-target.ts';
+import type { LiveTurns } from './turn-log.ts';
 import { streamTurn } from './turn-stream.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
@@ -43,8 +44,11 @@ export interface SendFamily {
 }
 
 export interface SendOptions {
+  store: Store;
   sessions: SessionService;
   pingMs: number;
+  /** This process's streamed turns, which a dropped client may resume. */
+  turns: LiveTurns;
 }
 
 /** Registers `POST <path>` (the reply as JSON) and `POST <path>/stream` (the reply as events) in `app`. */
@@ -52,7 +56,7 @@ export function registerSendRoutes(
   app: RouteScope,
   path: string,
   family: SendFamily,
-  { sessions, pingMs }: SendOptions,
+  { store, sessions, pingMs, turns }: SendOptions,
 ): void {
   const params = z.object({ [family.param]: z.string() });
   const options = <A extends object>(summary: string, answer: A) => ({
@@ -108,7 +112,8 @@ export function registerSendRoutes(
       return streamTurn(reply, {
         sessionId: target.sessionId,
         run: (observer) => send(target, request.body, request.headers['idempotency-key'], { observer }),
-        turnStart: (turnId) => sessions.turnStart(target.sessionId, turnId),
+        store,
+        turns,
         log: request.log,
         pingMs,
         view: view.message,

@@ -13,12 +13,16 @@ import { onSession } from './route-config.ts';
 import { authErrors, pageOf, pageQuery } from './schemas.ts';
 import { sessionParams } from './session-schemas.ts';
 import { keySession } from './session-target.ts';
+import type { LiveTurns } from './turn-log.ts';
+import { registerResumeRoute } from './turn-resume.ts';
 
 export const messagesRoutes: FastifyPluginAsyncZod<{
   store: Store;
   sessions: SessionService;
   pingMs: number;
-}> = async (app, { store, sessions, pingMs }) => {
+  turns: LiveTurns;
+}> = async (app, options) => {
+  const { store, sessions } = options;
   const family: SendFamily = {
     tags: ['messages'],
     param: 'session_id',
@@ -26,8 +30,9 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
     endUser: false,
     view: () => ({ message: (m) => m, tools: true }),
   };
-  registerSendRoutes(app, '/v1/agents/sessions/:session_id/messages', family, { sessions, pingMs });
-  registerChatRoute(app, '/v1/agents/sessions/:session_id/chat', family, { sessions, pingMs });
+  registerSendRoutes(app, '/v1/agents/sessions/:session_id/messages', family, options);
+  registerChatRoute(app, '/v1/agents/sessions/:session_id/chat', family, options);
+  registerResumeRoute(app, '/v1/agents/sessions/:session_id', family, options);
 
   app.get(
     '/v1/agents/sessions/:session_id/messages',

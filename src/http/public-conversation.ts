@@ -25,12 +25,16 @@ import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import { terminateRequest, terminateResult } from './session-schemas.ts';
 import { tokenSession } from './session-target.ts';
 import { tokenOf } from './session-token-auth.ts';
+import type { LiveTurns } from './turn-log.ts';
+import { registerResumeRoute } from './turn-resume.ts';
 
 export const publicConversationRoutes: FastifyPluginAsyncZod<{
   store: Store;
   sessions: SessionService;
   pingMs: number;
-}> = async (app, { store, sessions, pingMs }) => {
+  turns: LiveTurns;
+}> = async (app, options) => {
+  const { store, sessions } = options;
   /** The end user sees no metadata, and tool calls only where the agent exposes them. */
   const view = (request: FastifyRequest) => {
     const tools = sessions.exposesTools(tokenOf(request).agentId);
@@ -76,8 +80,9 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     endUser: true,
     view,
   };
-  registerSendRoutes(app, '/:conversation_id/messages', family, { sessions, pingMs });
-  registerChatRoute(app, '/:conversation_id/chat', family, { sessions, pingMs });
+  registerSendRoutes(app, '/:conversation_id/messages', family, options);
+  registerChatRoute(app, '/:conversation_id/chat', family, options);
+  registerResumeRoute(app, '/:conversation_id', family, options);
 
   app.post(
     '/:conversation_id/feedback',

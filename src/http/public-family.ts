@@ -13,6 +13,7 @@ import { publicConversationRoutes } from './public-conversation.ts';
 import { publicFilesRoutes } from './public-files.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { requireSessionToken } from './session-token-auth.ts';
+import type { LiveTurns } from './turn-log.ts';
 
 export const PUBLIC_PREFIX = '/v1/public/agents/conversations';
 
@@ -23,6 +24,8 @@ export interface PublicFamilyOptions {
   tokens: SessionTokens;
   /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
   redis?: Redis;
+  /** This process's streamed turns (shared by both families). */
+  turns: LiveTurns;
 }
 
 export async function publicFamily(scope: FastifyInstance, options: PublicFamilyOptions) {
@@ -34,7 +37,7 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
     await scope.register(cors, {
       origin: config.corsOrigins.includes('*') ? '*' : [...config.corsOrigins],
       methods: ['GET', 'POST'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'Last-Event-ID', 'X-Request-Id'],
       exposedHeaders: [
         'X-Request-Id',
         'Idempotent-Replayed',
@@ -65,6 +68,11 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
     ),
   );
   const { store, sessions } = options;
-  await scope.register(publicConversationRoutes, { store, sessions, pingMs: config.ssePingMs });
+  await scope.register(publicConversationRoutes, {
+    store,
+    sessions,
+    pingMs: config.ssePingMs,
+    turns: options.turns,
+  });
   await scope.register(publicFilesRoutes, { store, config, sessions });
 }

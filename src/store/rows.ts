@@ -191,6 +191,7 @@ export const toToolCall = (r: Row): ToolCallRecord => {
     output: output === null ? null : JSON.parse(output),
     duration_ms: r.duration_ms === null ? null : integer(r, 'duration_ms'),
     created_at: text(r, 'created_at'),
+    completed_at: textOrNull(r, 'completed_at'),
   };
 };
 

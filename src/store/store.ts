@@ -191,9 +191,14 @@ export interface ToolCallRecord {
   output: unknown;
   duration_ms: number | null;
   created_at: string;
+  /** When its result was committed (a resumed stream replays the results in that order). */
+  completed_at: string | null;
 }
 
-export type NewToolCall = Omit<ToolCallRecord, 'status' | 'output' | 'duration_ms' | 'created_at'>;
+export type NewToolCall = Omit<
+  ToolCallRecord,
+  'status' | 'output' | 'duration_ms' | 'created_at' | 'completed_at'
+>;
 
 export interface ToolCallResult {
   id: string;

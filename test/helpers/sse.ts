@@ -103,3 +103,24 @@ class StreamReader {
     return this.events;
   }
 }
+
+/**
+ * A stream's events as what they tell, place by place (DESIGN §6 ids: a unit is a character of reply text or a
+ * tool event, and an event's seq is 1 + the units up to its end): a delta with id `t:n` and text of length k
+ * holds places n-k … n-1, every other event the place seq - 1. Two streams of one turn tell the same iff these
+ * are equal, however their text was cut into deltas.
+ */
+export function placesOf(events: readonly SseEvent[]): Map<number, string> {
+  const places = new Map<number, string>();
+  for (const e of events) {
+    const seq = Number(e.id?.split(':').at(-1));
+    if (e.event === 'message.delta') {
+      const text = e.data.delta?.text ?? '';
+      for (let i = 0; i < text.length; i++) places.set(seq - text.length + i, `char:${text[i]}`);
+    } else places.set(seq - 1, `${e.event}:${JSON.stringify(e.data)}`);
+  }
+  return places;
+}
+
+/** The seq of an event (the part of its id after the turn id). */
+export const seqOf = (e: SseEvent) => Number(e.id?.split(':').at(-1));

@@ -31,7 +31,14 @@ export function toolCalls(f: SessionFixture): void {
 
   /** The stored form of calls committed at `at`, not completed yet. */
   const pending = (calls: NewToolCall[], at: string): ToolCallRecord[] =>
-    calls.map((c) => ({ ...c, status: null, output: null, duration_ms: null, created_at: at }));
+    calls.map((c) => ({
+      ...c,
+      status: null,
+      output: null,
+      duration_ms: null,
+      created_at: at,
+      completed_at: null,
+    }));
 
   describe('tool calls', () => {
     it('a commit with toolCalls stores them, and turnToolCalls returns them by step and position, not completed', async () => {
@@ -114,9 +121,15 @@ export function toolCalls(f: SessionFixture): void {
         patch: { snapshot: '{"acting":2}' },
         toolResults: [{ id: second.id, turn_id: turn, status: 'ok', output: okOutput, duration_ms: 42 }],
       });
+      const secondDone = {
+        status: 'ok',
+        output: okOutput,
+        duration_ms: 42,
+        completed_at: after(start, 2_000),
+      };
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
         first,
-        { ...second, status: 'ok', output: okOutput, duration_ms: 42 },
+        { ...second, ...secondDone },
         third,
       ]);
 
@@ -131,10 +144,11 @@ export function toolCalls(f: SessionFixture): void {
           { id: third.id, turn_id: turn, status: 'ok', output: 'a plain string', duration_ms: 0 },
         ],
       });
+      const laterAt = after(start, 3_000);
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
-        { ...first, status: 'error', output: errorOutput, duration_ms: 15_000 },
-        { ...second, status: 'ok', output: okOutput, duration_ms: 42 },
-        { ...third, status: 'ok', output: 'a plain string', duration_ms: 0 },
+        { ...first, status: 'error', output: errorOutput, duration_ms: 15_000, completed_at: laterAt },
+        { ...second, ...secondDone },
+        { ...third, status: 'ok', output: 'a plain string', duration_ms: 0, completed_at: laterAt },
       ]);
     });
 
@@ -161,7 +175,13 @@ export function toolCalls(f: SessionFixture): void {
         patch: { snapshot: '{"acting":1}' },
         toolResults: [{ id: done.id, turn_id: turn, status: 'ok', output: firstOutput, duration_ms: 12 }],
       });
-      const completed = { ...done, status: 'ok' as const, output: firstOutput, duration_ms: 12 };
+      const completed = {
+        ...done,
+        status: 'ok' as const,
+        output: firstOutput,
+        duration_ms: 12,
+        completed_at: after(start, 2_000),
+      };
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [completed, open]);
 
       // The same process again (a late duplicate), then a new owner that made the call once more: the
@@ -190,7 +210,7 @@ export function toolCalls(f: SessionFixture): void {
       });
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
         completed,
-        { ...open, status: 'ok', output: openOutput, duration_ms: 5 },
+        { ...open, status: 'ok', output: openOutput, duration_ms: 5, completed_at: after(start, 4_000) },
       ]);
       assert.equal((await ctx.store.loadSession(record.id))?.snapshot, '{"acting":0}');
     });
@@ -277,6 +297,7 @@ export function toolCalls(f: SessionFixture): void {
           status: 'ok' as const,
           output: { found: 1 },
           duration_ms: 7,
+          completed_at: after(start, 3_000),
         })),
         ...pending([late], after(start, 3_000)),
       ]);

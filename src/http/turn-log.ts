@@ -1,0 +1,133 @@
+// What a streamed turn has told so far, and the streamed turns this process runs. A turn's stream and every
+// stream that resumes it (GET …/turns/{turn_id}/events) read one log, so all of them send the same events
+// under the same ids. A finished turn is replayed from the store instead (turn-replay.ts); one that failed is
+// kept here a while, because its error is stored nowhere else.
+import type { TurnObserver } from '../actors/operation-context.ts';
+import type { SendResult } from '../actors/session-service.ts';
+import type { AppError } from '../errors.ts';
+import type { MessageRecord } from '../store/store.ts';
+
+export type ToolEventName = 'tool.started' | 'tool.completed';
+
+/**
+ * A piece of reply text as the model gave it, or a tool event; a text item counts its length, a tool event
+ * one. Pieces are kept apart (a stream merges them as it sends): appending to one string and slicing it for
+ * each send would copy the reply again at every delta.
+ */
+export type TurnItem = { text: string } | { tool: ToolEventName; data: object };
+
+export type TurnEnd = { ok: SendResult } | { error: AppError };
+
+export class TurnLog implements TurnObserver {
+  turnId = '';
+  /** The turn's first message (the user's), once stored; null for a replay that lacks it. */
+  message: MessageRecord | null = null;
+  /** The id the reply will have, for the deltas. */
+  replyId: string | null = null;
+  hasStarted = false;
+  readonly items: TurnItem[] = [];
+  /** Whether any reply text was told (a failure then leaves the client text to discard). */
+  hasText = false;
+  end: TurnEnd | undefined;
+  readonly #listeners = new Set<() => void>();
+  readonly #onStart: ((log: TurnLog) => void) | undefined;
+
+  constructor(onStart?: (log: TurnLog) => void) {
+    this.#onStart = onStart;
+  }
+
+  /** Calls `listener` after each change; returns what stops it. */
+  follow(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  started(turnId: string, message: MessageRecord | null, replyId: string | null): void {
+    this.turnId = turnId;
+    this.message = message;
+    this.replyId = replyId;
+    this.hasStarted = true;
+    this.#onStart?.(this);
+    this.#changed();
+  }
+
+  delta(text: string): void {
+    if (text === '') return;
+    this.hasText = true;
+    this.items.push({ text });
+    this.#changed();
+  }
+
+  toolStarted(call: { call_id: string; name: string; input: unknown }): void {
+    this.tool('tool.started', call);
+  }
+
+  toolCompleted(call: { call_id: string; name: string; status: 'ok' | 'error'; output: unknown }): void {
+    this.tool('tool.completed', call);
+  }
+
+  tool(name: ToolEventName, data: object): void {
+    this.items.push({ tool: name, data });
+    this.#changed();
+  }
+
+  finish(end: TurnEnd): void {
+    if (this.end) return;
+    this.end = end;
+    this.#changed();
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
+}
+
+/** How long a failed turn's log is kept for resumes, and how many such logs at most. */
+const FAILED_KEPT_MS = 5 * 60_000;
+const FAILED_KEPT_MAX = 1_000;
+
+/** The logs of this process's streamed turns, by turn id: running ones, and recently failed ones. */
+export class LiveTurns {
+  readonly #logs = new Map<string, { sessionId: string; log: TurnLog }>();
+  readonly #failed = new Map<string, NodeJS.Timeout>();
+
+  /** A log for a new streamed turn of `sessionId`, listed here from its start until it ends. */
+  open(sessionId: string): TurnLog {
+    return new TurnLog((log) => {
+      // A retry of the same turn (same Idempotency-Key) replaces the failed attempt's log.
+      this.#forgetFailed(log.turnId);
+      this.#logs.set(log.turnId, { sessionId, log });
+    });
+  }
+
+  /** Ends `log`: a reply is in the store from now on, so its log goes; a failure is kept a while. */
+  finish(log: TurnLog, end: TurnEnd): void {
+    log.finish(end);
+    if (!log.hasStarted || this.#logs.get(log.turnId)?.log !== log) return;
+    if ('ok' in end) {
+      this.#logs.delete(log.turnId);
+      return;
+    }
+    if (this.#failed.size >= FAILED_KEPT_MAX) {
+      const [oldest] = this.#failed.keys();
+      if (oldest !== undefined) this.#forgetFailed(oldest, true);
+    }
+    const timer = setTimeout(() => this.#forgetFailed(log.turnId, true), FAILED_KEPT_MS);
+    timer.unref();
+    this.#failed.set(log.turnId, timer);
+  }
+
+  /** The log of turn `turnId` of session `sessionId`, if this process has it. */
+  get(sessionId: string, turnId: string): TurnLog | undefined {
+    const found = this.#logs.get(turnId);
+    return found?.sessionId === sessionId ? found.log : undefined;
+  }
+
+  #forgetFailed(turnId: string, andLog = false): void {
+    const timer = this.#failed.get(turnId);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.#failed.delete(turnId);
+    if (andLog) this.#logs.delete(turnId);
+  }
+}
