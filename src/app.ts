@@ -25,6 +25,7 @@ import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
 import { clientErrorHandler, newRequestId } from './http/client-errors.ts';
 import { ConnectionDrain } from './http/connection-drain.ts';
+import { demoKeyCount, demoRoutes } from './http/demo-routes.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -33,6 +34,7 @@ import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
 import { requireDeclaredSessions } from './http/route-config.ts';
 import { LiveTurns } from './http/turn-log.ts';
 import { nulIssues, validatorCompiler } from './http/validation.ts';
+import { widgetRoutes } from './http/widget-routes.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
@@ -293,6 +295,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   requireDeclaredSessions(app);
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
+  await app.register(widgetRoutes);
+  if (config.demo) await app.register(demoRoutes, { store, sessions, tokens });
   const turns = new LiveTurns();
   await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
   await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis, turns });
@@ -301,7 +305,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     if (bootstrapKey?.revoked_at) {
       app.log.warn(`PARLEY_BOOTSTRAP_API_KEY is the revoked key ${bootstrapKey.id}; it stays revoked.`);
     }
-    if ((await store.countActiveApiKeys()) === 0) {
+    if ((await store.countActiveApiKeys()) === (await demoKeyCount(store))) {
       app.log.warn(
         'No API key exists yet. Create one with: npm run parley -- tenants create default && ' +
           'npm run parley -- keys create --tenant default --agents "*" (or start with PARLEY_BOOTSTRAP_API_KEY set).',

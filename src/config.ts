@@ -59,6 +59,9 @@ const envSchema = z
       .enum(['true', 'false'], { error: 'must be true or false' })
       .default('false')
       .transform((v) => v === 'true'),
+    PARLEY_DEMO: optionalString.pipe(
+      z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+    ),
     PARLEY_REQUEST_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
     PARLEY_HEADERS_TIMEOUT_MS: integer(1, 3_600_000).default(10_000),
     PARLEY_KEEP_ALIVE_TIMEOUT_MS: integer(1, 3_600_000).default(72_000),
@@ -115,6 +118,8 @@ export interface Config {
   readonly drainDelayMs: number;
   /** Cluster mode: whether every answer names the process that served it (x-parley-node: host and PID). */
   readonly nodeHeader: boolean;
+  /** Whether GET /demo serves a chat page on the `demo` agent (PARLEY_DEMO; on by default for one SQLite node). */
+  readonly demo: boolean;
   /**
    * Receiving a request (headers, then body) is bounded; a streamed reply is not. Idle keep-alive sockets
    * close after keepAliveMs; connections beyond maxConnections are closed as they arrive.
@@ -185,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.PARLEY_LEASE_TTL_MS,
     drainDelayMs: e.PARLEY_DRAIN_DELAY_MS,
     nodeHeader: e.PARLEY_NODE_HEADER,
+    // A shared store or a cluster is a deployment, where a page that mints conversations for anyone is opt-in.
+    demo: e.PARLEY_DEMO === undefined ? !e.DATABASE_URL && !e.REDIS_URL : e.PARLEY_DEMO === 'true',
     http: {
       requestTimeoutMs: e.PARLEY_REQUEST_TIMEOUT_MS,
       headersTimeoutMs: e.PARLEY_HEADERS_TIMEOUT_MS,

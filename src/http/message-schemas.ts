@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { STOP_REASONS } from '../store/store.ts';
 import { errorEnvelope, metadataSchema, text, timestamp } from './schemas.ts';
+import { turnEventSchema } from './stream-events.ts';
 
 export const MAX_TEXT = 32_000;
 export const MAX_BLOCKS = 16;
@@ -122,7 +123,16 @@ export const conversationReply = z
 export const sseResponse = {
   description:
     'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed)',
-  content: { 'text/event-stream': { schema: z.string() } },
+  content: {
+    'text/event-stream': {
+      // Each event of the stream is one of these (the message is the family's: with metadata for an API key).
+      schema: turnEventSchema(z.union([messageSchema, conversationMessageSchema]), usageSchema).meta({
+        id: 'TurnEvent',
+        description:
+          'One event of the stream, framed as `event: <event>`, `id: <id>`, `data: <data as JSON>`; `: ping` comments between them. Ignore events of other names.',
+      }),
+    },
+  },
 };
 
 /** Errors a turn may end in, besides those of every authenticated route. */

@@ -1,0 +1,15 @@
+// @parley/client: the typed client of Parley's two HTTP families (DESIGN.md §14). ParleyClient speaks the
+// server-side family with an API key; ParleyConversation the public one with a session token. Both throw
+// ParleyError, retry 429/503 after Retry-After, and stream turns as TurnStreams that resume dropped connections.
+export { ParleyError, type ParleyErrorInit } from './errors.ts';
+export { newIdempotencyKey } from './idempotency.ts';
+export { ParleyClient, type ParleyClientOptions } from './parley-client.ts';
+export {
+  ParleyConversation,
+  type ParleyConversationOptions,
+  type ResumeOptions,
+  type SendOptions,
+} from './parley-conversation.ts';
+export type { Fetch } from './transport.ts';
+export { type AnyTurnEvent, type TurnSource, TurnStream, type TurnStreamOptions } from './turn-stream.ts';
+export type * from './types.ts';

@@ -1,0 +1,130 @@
+// The client's request and answer types, derived from the server's own zod schemas (type-only imports: nothing
+// of the server is bundled): z.input for what a request sends, z.output for what an answer holds. A schema
+// change in src/http/*-schemas.ts changes these types, and the typecheck then names every use that breaks.
+import type { z } from 'zod';
+import type { chatRequest } from '../../../src/http/chat-schemas.ts';
+import type {
+  conversationSchema,
+  conversationStart,
+  feedbackRequest,
+  feedbackSchema,
+  inactivityRequest,
+  inactivityResult,
+  sessionTokenSchema,
+} from '../../../src/http/conversation-schemas.ts';
+import type { conversationFile, fileSchema } from '../../../src/http/file-schemas.ts';
+import type {
+  conversationMessageSchema,
+  conversationReply,
+  agentReply as keyReply,
+  messageRequest,
+  messageSchema,
+} from '../../../src/http/message-schemas.ts';
+import type { errorEnvelope, pageOf, pageQuery, validationErrorBody } from '../../../src/http/schemas.ts';
+import type {
+  sessionCreate,
+  sessionSchema,
+  sessionStatus,
+  terminateRequest,
+  terminateResult,
+} from '../../../src/http/session-schemas.ts';
+import type {
+  ConversationTurnEvent,
+  SessionTurnEvent as KeyTurnEvent,
+} from '../../../src/http/stream-events.ts';
+import type { userFields, userSchema } from '../../../src/http/user-schemas.ts';
+
+type PageOf<S extends z.ZodType> = z.output<ReturnType<typeof pageOf<S>>>;
+
+// Both families
+/** The body of a send: `{ content, role?, metadata? }` (the public family takes `role: "user"` only). */
+export type MessageCreate = z.input<typeof messageRequest>;
+/** A send's input: a plain string is sent as `{ content: string }`. */
+export type SendInput = string | MessageCreate;
+export type TerminateRequest = z.input<typeof terminateRequest>;
+export type TerminateResult = z.output<typeof terminateResult>;
+export type SessionStatus = z.output<typeof sessionStatus>;
+/** `limit` (1–100, default 20) and `offset` (default 0) of every paged list. */
+export type PageQuery = Partial<z.output<z.ZodObject<typeof pageQuery>>>;
+/** The error envelope of every non-2xx answer but 422. */
+export type ErrorBody = z.output<typeof errorEnvelope>;
+/** One entry of a 422's `detail`: `{ loc, msg, type }`. */
+export type ValidationIssue = z.output<typeof validationErrorBody>['detail'][number];
+
+// Public family (session token)
+export type Conversation = z.output<typeof conversationSchema>;
+/** A message as the end user sees it: no metadata; tool calls only where the agent exposes them. */
+export type ConversationMessage = z.output<typeof conversationMessageSchema>;
+export type ConversationReply = z.output<typeof conversationReply>;
+export type ConversationMessagePage = PageOf<typeof conversationMessageSchema>;
+export type ConversationFile = z.output<typeof conversationFile>;
+export type ConversationFilePage = PageOf<typeof conversationFile>;
+export type FeedbackCreate = z.input<typeof feedbackRequest>;
+export type Feedback = z.output<typeof feedbackSchema>;
+export type InactivityStep = z.input<typeof inactivityRequest>['step'];
+export type InactivityResult = z.output<typeof inactivityResult>;
+/**
+ * An event of a turn streamed with a session token: `{ event, id, data }`, typed by `event`.
+ *
+ * - `turn.started` — the user's message is stored (`data.user_message`).
+ * - `message.delta` — a piece of the reply text (`data.delta.text`); append it.
+ * - `tool.started`, `tool.completed` — only where the agent exposes tool calls.
+ * - `message.completed` — the stored reply (`data.message`), the same a plain send answers.
+ * - `turn.completed` — the last event; `data.conversation_status` says whether the conversation is still open.
+ * - `turn.failed` — the last event of a turn without a reply; with `data.partial`, drop the text shown.
+ *
+ * A second `turn.started` with the same `turn_id` means the turn was interrupted on the server and sent
+ * again (same Idempotency-Key): drop the reply text held so far, the turn's text starts over.
+ */
+export type TurnEvent = ConversationTurnEvent;
+
+// Server-side family (API key)
+export type User = z.output<typeof userSchema>;
+/** The fields of a user to create or update; each given field replaces the stored value. */
+export type UserFields = z.input<typeof userFields>;
+export type UserPage = PageOf<typeof userSchema>;
+export type UserListQuery = PageQuery & {
+  /** Exactly this reference. */
+  reference?: NonNullable<User['reference']>;
+  /** Exactly this email, case-insensitive. */
+  email?: NonNullable<User['email']>;
+};
+export type Session = z.output<typeof sessionSchema>;
+/** `{ user?, context?, metadata? }`: a session's (or a conversation's) creation. */
+export type SessionCreate = z.input<typeof sessionCreate>;
+export type SessionPage = PageOf<typeof sessionSchema>;
+export type SessionListQuery = PageQuery & {
+  status?: SessionStatus;
+  agent_id?: Session['agent_id'];
+  user_id?: NonNullable<Session['user']>['id'];
+};
+/** A message with its metadata and tool calls, as the API key sees it. */
+export type Message = z.output<typeof messageSchema>;
+export type MessagePage = PageOf<typeof messageSchema>;
+export type AgentReply = z.output<typeof keyReply>;
+/** An event of a turn streamed with an API key: as TurnEvent, with messages as Message and tool events. */
+export type SessionTurnEvent = KeyTurnEvent;
+/** `run`: 1 to 10 messages for a new session, with the session creation's fields. */
+export type RunRequest = SessionCreate & {
+  messages: MessageCreate[];
+  /** Accepted; v1 always persists. */
+  persist?: boolean;
+};
+export type RunResult = AgentReply & { session_id: Session['id'] };
+export type FileRecord = z.output<typeof fileSchema>;
+export type FilePage = PageOf<typeof fileSchema>;
+export type FileListQuery = PageQuery & {
+  /** Case-insensitive prefix of the name. */
+  name?: FileRecord['name'];
+  mime_type?: FileRecord['mime_type'];
+  /** ISO 8601, exclusive. */
+  created_after?: FileRecord['created_at'];
+  /** ISO 8601, exclusive. */
+  created_before?: FileRecord['created_at'];
+  /** Only the files uploaded in this conversation. */
+  session_id?: NonNullable<FileRecord['session_id']>;
+};
+export type ConversationStart = z.output<typeof conversationStart>;
+export type SessionToken = z.output<typeof sessionTokenSchema>;
+/** The body `useChat` sends (DefaultChatTransport). */
+export type ChatRequest = z.input<typeof chatRequest>;

@@ -1,0 +1,119 @@
+// The events of a streamed turn (DESIGN.md §6, README "Streaming") as zod schemas: what turn-events.ts writes,
+// described for the OpenAPI document (sseResponse) and typed for packages/client, whose TurnEvent comes from here.
+// Built for a message schema, because the families show messages differently (the public one without metadata).
+import { z } from 'zod';
+import type { conversationMessageSchema, messageSchema, usageSchema } from './message-schemas.ts';
+import { sessionStatus } from './session-schemas.ts';
+
+/** The names of a turn's events; a client ignores any other name (new events may be added). */
+export const TURN_EVENT_NAMES = [
+  'turn.started',
+  'message.delta',
+  'tool.started',
+  'tool.completed',
+  'message.completed',
+  'turn.completed',
+  'turn.failed',
+] as const;
+
+const turnId = z.string().meta({ description: 'The turn, `turn_…`' });
+
+/** One event: its name, its id `<turn_id>:<seq>` (seq grows through the turn) and its data. */
+function event<N extends (typeof TURN_EVENT_NAMES)[number], D extends z.ZodType>(
+  name: N,
+  data: D,
+  description: string,
+) {
+  return z
+    .object({
+      event: z.literal(name),
+      id: z
+        .string()
+        .meta({ description: 'The event id, `<turn_id>:<seq>`; send it as Last-Event-ID to resume' }),
+      data,
+    })
+    .meta({ description });
+}
+
+/**
+ * Every event of a turn, a union discriminated by `event`, showing messages as `message` does and usage as
+ * `usage`. (A factory, not one constant: message-schemas.ts builds its sseResponse with it, and importing
+ * that module here would make the two import each other.)
+ */
+export function turnEventSchema<M extends z.ZodType, U extends z.ZodType>(message: M, usage: U) {
+  return z.discriminatedUnion('event', [
+    event(
+      'turn.started',
+      z.object({ turn_id: turnId, session_id: z.string(), user_message: message.nullable() }),
+      "The user's message is stored. Sent again for the same turn_id when an interrupted turn is sent again: then drop the text held for it",
+    ),
+    event(
+      'message.delta',
+      z.object({
+        turn_id: turnId,
+        message_id: z.string().nullable().meta({ description: "The reply's id" }),
+        index: z.number().int().meta({ description: 'The content block (0)' }),
+        delta: z.object({ type: z.literal('text'), text: z.string() }),
+      }),
+      'A piece of the reply text',
+    ),
+    event(
+      'tool.started',
+      z.object({ turn_id: turnId, call_id: z.string(), name: z.string(), input: z.unknown() }),
+      "The model's tool call is stored and about to run (where the caller sees tool calls)",
+    ),
+    event(
+      'tool.completed',
+      z.object({
+        turn_id: turnId,
+        call_id: z.string(),
+        name: z.string(),
+        status: z.enum(['ok', 'error']),
+        output: z.unknown(),
+      }),
+      "The tool call's result is stored",
+    ),
+    event(
+      'message.completed',
+      z.object({ turn_id: turnId, message }),
+      'The reply is stored: the same message a plain send answers',
+    ),
+    event(
+      'turn.completed',
+      z.object({
+        turn_id: turnId,
+        session_id: z.string(),
+        conversation_status: sessionStatus,
+        usage: usage.nullable().meta({ description: 'Null when no model was called now' }),
+      }),
+      'The last event of a turn that ended with a reply',
+    ),
+    event(
+      'turn.failed',
+      z.object({
+        turn_id: turnId,
+        error: z.object({
+          code: z.string(),
+          name: z.string(),
+          message: z.string(),
+          context: z.record(z.string(), z.unknown()).optional(),
+          retry_after_seconds: z.number().optional(),
+        }),
+        partial: z
+          .boolean()
+          .meta({ description: 'Text was sent that is not stored: the client discards it' }),
+      }),
+      'The last event of a turn that ended without a reply; the user message stays stored',
+    ),
+  ]);
+}
+
+/** An event of a turn streamed with an API key (messages with their metadata, tool events). */
+export type SessionTurnEvent = z.output<
+  ReturnType<typeof turnEventSchema<typeof messageSchema, typeof usageSchema>>
+>;
+
+/** An event of a turn streamed with a session token (messages without metadata). */
+export type ConversationTurnEvent = z.output<
+  ReturnType<typeof turnEventSchema<typeof conversationMessageSchema, typeof usageSchema>>
+>;
