@@ -142,12 +142,17 @@ export async function runSteps(
       tool_calls: asked,
     });
     for (const c of asked) observer?.toolStarted?.({ call_id: c.id, name: c.name, input: c.input });
+    // Results an earlier attempt committed are told again in the order they were committed (as they streamed).
+    const earlier = new Map<string, ModelToolResult>();
+    const committed = calls
+      .filter((c): c is ToolCallRecord => 'status' in c && c.status !== null)
+      .sort((x, y) => (x.completed_seq ?? 0) - (y.completed_seq ?? 0));
+    for (const c of committed) {
+      if (c.status !== null) earlier.set(c.id, told({ id: c.id, name: c.name, input: c.input }, c, c.status));
+    }
     // Every call settles before the turn goes on or fails: none writes after its operation has ended.
     const settled = await Promise.allSettled(
-      calls.map((c) => {
-        const call = { id: c.id, name: c.name, input: c.input };
-        return 'status' in c && c.status !== null ? told(call, c, c.status) : run(call);
-      }),
+      calls.map((c) => earlier.get(c.id) ?? run({ id: c.id, name: c.name, input: c.input })),
     );
     const results = settled.map((r) => {
       if (r.status === 'rejected') throw r.reason;

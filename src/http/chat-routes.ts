@@ -16,6 +16,7 @@ import type { SendFamily, SendOptions } from './message-routes.ts';
 import { idempotencyHeaders, turnErrors } from './message-schemas.ts';
 import { authErrors } from './schemas.ts';
 import { streamedError } from './turn-events.ts';
+import type { LiveTurns } from './turn-log.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
 
@@ -31,7 +32,7 @@ export function registerChatRoute(
   app: RouteScope,
   path: string,
   family: SendFamily,
-  { sessions, pingMs }: SendOptions,
+  { sessions, pingMs, turns }: SendOptions,
 ): void {
   app.post(
     path,
@@ -69,6 +70,7 @@ export function registerChatRoute(
         showTools: family.view(request).tools,
         log: request.log,
         pingMs,
+        turns,
       });
     },
   );
@@ -83,6 +85,8 @@ interface ChatStreamOptions {
   showTools: boolean;
   log: FastifyBaseLogger;
   pingMs: number;
+  /** Where the running turn is listed, so that its events can be resumed (turn-resume.ts) as SSE. */
+  turns: LiveTurns;
 }
 
 /**
@@ -92,6 +96,7 @@ interface ChatStreamOptions {
  */
 function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<FastifyReply> {
   const chunks = new TurnChunks(options.showTools);
+  const live = options.turns.open(options.sessionId);
   let started = false;
 
   return new Promise<FastifyReply>((resolve, reject) => {
@@ -107,13 +112,23 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
       resolve(reply.send(response));
     };
     const observer: TurnObserver = {
-      started: (turnId, _message, replyId) => {
+      started: (turnId, message, replyId) => {
+        live.started(turnId, message, replyId);
         chunks.start(replyId, { turn_id: turnId, session_id: options.sessionId });
         begin(false);
       },
-      delta: (text) => chunks.text(text),
-      toolStarted: (call) => chunks.toolStarted(call),
-      toolCompleted: (call) => chunks.toolCompleted(call),
+      delta: (text) => {
+        live.delta(text);
+        chunks.text(text);
+      },
+      toolStarted: (call) => {
+        live.toolStarted(call);
+        chunks.toolStarted(call);
+      },
+      toolCompleted: (call) => {
+        live.toolCompleted(call);
+        chunks.toolCompleted(call);
+      },
     };
 
     options.run(observer).then(
@@ -128,7 +143,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
           }
           chunks.text(message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
           begin(result.replayed);
-        }
+        } else options.turns.finish(live, { ok: result });
         chunks.finish(finishReasons[message.stop_reason ?? 'none'], {
           stop_reason: message.stop_reason,
           conversation_status: result.session_status,
@@ -140,6 +155,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
         const error =
           err instanceof AppError ? err : new AppError('internal_error', undefined, { cause: err });
         if (error.statusCode >= 500) options.log.error({ err: error }, 'chat turn failed');
+        options.turns.finish(live, { error });
         chunks.fail(error);
       },
     );

@@ -30,12 +30,21 @@ export class SseStream extends Readable {
 
   /** Sends one event; ignored once the stream is closed or the client has gone. */
   send(event: string, id: string, data: unknown): void {
-    // Pings start with the first event: before it, nothing is sent (the answer may yet be a JSON error).
-    if (!this.#ping && !this.#closed) {
-      this.#ping = setInterval(() => this.#push(': ping\n\n'), this.#pingMs);
-      this.#ping.unref();
-    }
+    this.#startPings();
     this.#push(`event: ${event}\nid: ${id}\ndata: ${JSON.stringify(data)}\n\n`);
+  }
+
+  /** Sends a comment line (clients ignore it): the answer's start, before any event is due. */
+  comment(text: string): void {
+    this.#startPings();
+    this.#push(`: ${text}\n\n`);
+  }
+
+  // Pings start with the first event or comment: before it, nothing is sent (the answer may yet be a JSON error).
+  #startPings(): void {
+    if (this.#ping || this.#closed) return;
+    this.#ping = setInterval(() => this.#push(': ping\n\n'), this.#pingMs);
+    this.#ping.unref();
   }
 
   /** Ends the stream after what was sent. */

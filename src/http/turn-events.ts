@@ -117,14 +117,21 @@ export class TurnEventWriter {
           usage: result.usage,
         });
     } else {
-      // A client that saw more of the turn than its log holds (an interrupted turn's text) still gets the end.
-      const seq = Math.max(at(2), (after ?? 0) + 1);
-      this.#sse.send('turn.failed', `${turnId}:${seq}`, {
-        turn_id: turnId,
-        error: streamedError(end.error),
-        // Text was told (now or before the client resumed) that will not be stored: the client discards it.
-        partial: log.hasText || (after ?? 0) > 0,
-      });
+      // A rebuilt turn holds what was stored, and its stream may have told more (the text of its last step).
+      // A failure remembered here ends where its stream ended; an interrupted turn, after what the client holds.
+      const told = log.toldBeforeFailure;
+      const seq = told
+        ? told.text + (this.#o.showTools ? told.tools : 0) + 2
+        : log.rebuilt
+          ? Math.max(at(2), (after ?? 0) + 1)
+          : at(2);
+      if (due(seq))
+        this.#sse.send('turn.failed', `${turnId}:${seq}`, {
+          turn_id: turnId,
+          error: streamedError(end.error),
+          // Text was told (now or before the client resumed) that will not be stored: the client discards it.
+          partial: told ? told.text > 0 : log.hasText || (after ?? 0) > 0,
+        });
     }
     this.#sse.close();
   }

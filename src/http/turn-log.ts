@@ -18,6 +18,18 @@ export type TurnItem = { text: string } | { tool: ToolEventName; data: object };
 
 export type TurnEnd = { ok: SendResult } | { error: AppError };
 
+/** How much of a turn its stream told: characters of reply text, and tool events. */
+export interface Told {
+  text: number;
+  tools: number;
+}
+
+/** A failed turn as this process remembers it: the error, and how much its stream told before it. */
+export interface Failure {
+  error: AppError;
+  told: Told;
+}
+
 export class TurnLog implements TurnObserver {
   turnId = '';
   /** The turn's first message (the user's), once stored; null for a replay that lacks it. */
@@ -28,6 +40,15 @@ export class TurnLog implements TurnObserver {
   readonly items: TurnItem[] = [];
   /** Whether any reply text was told (a failure then leaves the client text to discard). */
   hasText = false;
+  /** How much was told, counted as it was. */
+  readonly told: Told = { text: 0, tools: 0 };
+  /** For a failed turn rebuilt from the store: how much its stream had told, which places its end. */
+  toldBeforeFailure: Told | undefined;
+  /**
+   * Rebuilt from the store: its text is what was stored, so a client may hold more of a turn that did not
+   * finish (what its process streamed before it stopped or failed).
+   */
+  rebuilt = false;
   end: TurnEnd | undefined;
   readonly #listeners = new Set<() => void>();
   readonly #onStart: ((log: TurnLog) => void) | undefined;
@@ -54,6 +75,7 @@ export class TurnLog implements TurnObserver {
   delta(text: string): void {
     if (text === '') return;
     this.hasText = true;
+    this.told.text += text.length;
     this.items.push({ text });
     this.#changed();
   }
@@ -67,6 +89,7 @@ export class TurnLog implements TurnObserver {
   }
 
   tool(name: ToolEventName, data: object): void {
+    this.told.tools++;
     this.items.push({ tool: name, data });
     this.#changed();
   }
@@ -82,52 +105,59 @@ export class TurnLog implements TurnObserver {
   }
 }
 
-/** How long a failed turn's log is kept for resumes, and how many such logs at most. */
+/** How long a failed turn's error is kept for resumes, and how many such errors at most. */
 const FAILED_KEPT_MS = 5 * 60_000;
 const FAILED_KEPT_MAX = 1_000;
 
-/** The logs of this process's streamed turns, by turn id: running ones, and recently failed ones. */
+/**
+ * The logs of this process's streamed turns, by turn id, while they run; then, for a failed one, only its
+ * error for a while (its stored part is read again from the store), so that what is kept stays small.
+ */
 export class LiveTurns {
   readonly #logs = new Map<string, { sessionId: string; log: TurnLog }>();
-  readonly #failed = new Map<string, NodeJS.Timeout>();
+  readonly #failed = new Map<string, Failure & { sessionId: string; timer: NodeJS.Timeout }>();
 
   /** A log for a new streamed turn of `sessionId`, listed here from its start until it ends. */
   open(sessionId: string): TurnLog {
     return new TurnLog((log) => {
-      // A retry of the same turn (same Idempotency-Key) replaces the failed attempt's log.
+      // A retry of the same turn (same Idempotency-Key) replaces the failed attempt.
       this.#forgetFailed(log.turnId);
       this.#logs.set(log.turnId, { sessionId, log });
     });
   }
 
-  /** Ends `log`: a reply is in the store from now on, so its log goes; a failure is kept a while. */
+  /** Ends `log`: a reply is in the store from now on; a failure's error is kept a while. */
   finish(log: TurnLog, end: TurnEnd): void {
     log.finish(end);
     if (!log.hasStarted || this.#logs.get(log.turnId)?.log !== log) return;
-    if ('ok' in end) {
-      this.#logs.delete(log.turnId);
-      return;
-    }
+    const { sessionId } = this.#logs.get(log.turnId) ?? { sessionId: '' };
+    this.#logs.delete(log.turnId);
+    if ('ok' in end) return;
     if (this.#failed.size >= FAILED_KEPT_MAX) {
       const [oldest] = this.#failed.keys();
-      if (oldest !== undefined) this.#forgetFailed(oldest, true);
+      if (oldest !== undefined) this.#forgetFailed(oldest);
     }
-    const timer = setTimeout(() => this.#forgetFailed(log.turnId, true), FAILED_KEPT_MS);
+    const timer = setTimeout(() => this.#forgetFailed(log.turnId), FAILED_KEPT_MS);
     timer.unref();
-    this.#failed.set(log.turnId, timer);
+    this.#failed.set(log.turnId, { sessionId, error: end.error, told: { ...log.told }, timer });
   }
 
-  /** The log of turn `turnId` of session `sessionId`, if this process has it. */
+  /** The log of running turn `turnId` of session `sessionId`, if this process runs it. */
   get(sessionId: string, turnId: string): TurnLog | undefined {
     const found = this.#logs.get(turnId);
     return found?.sessionId === sessionId ? found.log : undefined;
   }
 
-  #forgetFailed(turnId: string, andLog = false): void {
-    const timer = this.#failed.get(turnId);
-    if (timer === undefined) return;
-    clearTimeout(timer);
+  /** Why turn `turnId` of session `sessionId` failed, if it failed here lately. */
+  failure(sessionId: string, turnId: string): Failure | undefined {
+    const found = this.#failed.get(turnId);
+    return found?.sessionId === sessionId ? { error: found.error, told: found.told } : undefined;
+  }
+
+  #forgetFailed(turnId: string): void {
+    const found = this.#failed.get(turnId);
+    if (found === undefined) return;
+    clearTimeout(found.timer);
     this.#failed.delete(turnId);
-    if (andLog) this.#logs.delete(turnId);
   }
 }

@@ -7,7 +7,7 @@ import type { SendResult } from '../actors/session-service.ts';
 import { AppError } from '../errors.ts';
 import type { SessionStatus } from '../machines/session.ts';
 import type { MessageRecord, Store, ToolCallRecord } from '../store/store.ts';
-import { TurnLog } from './turn-log.ts';
+import { type Failure, TurnLog } from './turn-log.ts';
 
 /** Between the texts of two steps (tool-steps.ts streams the same). */
 const STEP_SEPARATOR = '\n\n';
@@ -19,12 +19,15 @@ export async function storedTurn(
   sessionStatus: SessionStatus,
   /** The turn's result when the caller has it (an idempotent replay tells its own usage). */
   result?: SendResult,
+  /** Why the turn failed, when this process still knows (else a turn without its reply was interrupted). */
+  failure?: Failure,
 ): Promise<TurnLog | null> {
   const messages = await store.turnMessages(sessionId, turnId);
   const first = messages[0];
   const last = messages.at(-1);
   if (!first || !last) return null;
   const log = new TurnLog();
+  log.rebuilt = true;
   const replied = last.stop_reason !== null;
   const authored = messages.length === 1 && last.role === 'assistant';
   log.started(turnId, first, replied ? last.id : null);
@@ -36,8 +39,14 @@ export async function storedTurn(
   const calls = replied && !last.tool_calls?.length ? [] : await store.turnToolCalls(sessionId, turnId);
   tell(log, calls, replied ? textOf(last) : null);
   log.finish(
-    replied ? ok : { error: new AppError('turn_interrupted', undefined, { context: { turn_id: turnId } }) },
+    replied
+      ? ok
+      : {
+          error:
+            failure?.error ?? new AppError('turn_interrupted', undefined, { context: { turn_id: turnId } }),
+        },
   );
+  log.toldBeforeFailure = replied ? undefined : failure?.told;
   return log;
 }
 
@@ -57,7 +66,7 @@ function tell(log: TurnLog, calls: readonly ToolCallRecord[], reply: string | nu
     for (const { id, name, input } of stepCalls) log.tool('tool.started', { call_id: id, name, input });
     const done = stepCalls
       .filter((c) => c.status !== null)
-      .sort((a, b) => (a.completed_at ?? '').localeCompare(b.completed_at ?? '') || a.position - b.position);
+      .sort((a, b) => (a.completed_seq ?? 0) - (b.completed_seq ?? 0));
     for (const { id, name, status, output } of done)
       log.tool('tool.completed', { call_id: id, name, status, output });
   }

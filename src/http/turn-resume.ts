@@ -48,7 +48,14 @@ export function registerResumeRoute(
             : null;
       const log =
         turns.get(target.sessionId, turnId) ??
-        (await storedTurn(store, target.sessionId, turnId, session.status));
+        (await storedTurn(
+          store,
+          target.sessionId,
+          turnId,
+          session.status,
+          undefined,
+          turns.failure(target.sessionId, turnId),
+        ));
       if (!log)
         throw new AppError('turn_not_found', undefined, {
           context: { [family.param]: target.sessionId, turn_id: turnId },

@@ -83,9 +83,9 @@ export function answerWithLog(
   // A slow reader gets the text merged into fewer, larger deltas: memory stays within the reply's size.
   sse.onDemand = pump;
   sse.once('close', unfollow);
+  // A resumed turn that has nothing new yet still answers at once, and keeps the connection alive meanwhile.
+  if (options.after !== null) sse.comment('resumed');
   pump();
-  // Nothing after the client's event and nothing to come: a stream that ends at once.
-  if (!writer.done && log.end) sse.close();
   reply.code(200).headers(SSE_HEADERS);
   if (replayed) reply.header('idempotent-replayed', 'true');
   return reply.send(sse);

@@ -191,4 +191,11 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 6,
+    name: 'tool results in order',
+    // The order a turn's results were committed in (several may share a commit, and so completed_at): the
+    // order its stream told them, which a resumed or replayed stream must repeat.
+    sql: `ALTER TABLE tool_calls ADD COLUMN completed_seq INTEGER;`,
+  },
 ];

@@ -192,6 +192,7 @@ export const toToolCall = (r: Row): ToolCallRecord => {
     duration_ms: r.duration_ms === null ? null : integer(r, 'duration_ms'),
     created_at: text(r, 'created_at'),
     completed_at: textOrNull(r, 'completed_at'),
+    completed_seq: r.completed_seq === null ? null : integer(r, 'completed_seq'),
   };
 };
 

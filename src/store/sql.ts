@@ -245,7 +245,9 @@ export function toolCallStatements(d: Dialect, write: SessionWrite, at: string):
     const q = new Query(d);
     return q.statement(`UPDATE tool_calls SET status = ${q.param(r.status)},
       output = ${q.param(JSON.stringify(r.output ?? null))}, duration_ms = ${q.param(Math.round(r.duration_ms))},
-      completed_at = ${q.param(at)}, epoch = ${q.param(write.fence.epoch)}
+      completed_at = ${q.param(at)}, epoch = ${q.param(write.fence.epoch)},
+      completed_seq = (SELECT COALESCE(MAX(completed_seq), 0) + 1 FROM tool_calls
+        WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)})
       WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)} AND id = ${q.param(r.id)}
         AND status IS NULL`);
   });

@@ -191,13 +191,15 @@ export interface ToolCallRecord {
   output: unknown;
   duration_ms: number | null;
   created_at: string;
-  /** When its result was committed (a resumed stream replays the results in that order). */
+  /** When its result was committed. */
   completed_at: string | null;
+  /** Its result's place among the turn's results, in the order they were committed (and streamed), from 1. */
+  completed_seq: number | null;
 }
 
 export type NewToolCall = Omit<
   ToolCallRecord,
-  'status' | 'output' | 'duration_ms' | 'created_at' | 'completed_at'
+  'status' | 'output' | 'duration_ms' | 'created_at' | 'completed_at' | 'completed_seq'
 >;
 
 export interface ToolCallResult {

@@ -9,7 +9,7 @@ import { Agent, request } from 'undici';
 import { openConversation, publicPath } from '../helpers/conversations.ts';
 import { assertError, buildSessionApp, createSession, useSessionApp } from '../helpers/sessions.ts';
 import { placesOf, type SseEvent, StreamReader, seqOf } from '../helpers/sse.ts';
-import { recordDirective, startToolReceiver, toolAgent } from '../helpers/tool-receiver.ts';
+import { inputValue, recordDirective, startToolReceiver, toolAgent } from '../helpers/tool-receiver.ts';
 
 const dispatcher = new Agent();
 after(() => dispatcher.close());
@@ -190,6 +190,170 @@ describe('a tool turn', () => {
       return new StreamReader(res.statusCode, res.headers, res.body).all();
     })();
     assertRest(pubLive.slice(0, 2), pubReplay, pubLive);
+  });
+});
+
+describe('more than fits a stream buffer', () => {
+  test('a turn whose events are larger than 16 KiB replays whole, as an idempotent replay and as a resume', async () => {
+    const session = await createSession(t, 'demo');
+    const headers = { 'x-api-key': t.apiKey };
+    const path = `/v1/agents/sessions/${session.id}/messages/stream`;
+    const body = { content: 'x'.repeat(20_000) };
+    const key = { 'idempotency-key': 'large-1' };
+    const live = await (await open('POST', path, { ...headers, ...key }, body)).all();
+    assert.equal(live.at(-1)?.event, 'turn.completed');
+    const replayed = await (await open('POST', path, { ...headers, ...key }, body)).all();
+    // An idempotent replay tells usage null (no model was called now); everything else as it streamed.
+    assert.deepEqual(placesOf(replayed.slice(0, -1)), placesOf(live.slice(0, -1)));
+    assert.deepEqual(replayed.at(-1), { ...live.at(-1), data: { ...live.at(-1)?.data, usage: null } });
+    const turnId = String(live[0]?.data.turn_id);
+    const resumed = await (await open('GET', `${events(session.id)}/${turnId}/events`, headers)).all();
+    assert.deepEqual(placesOf(resumed), placesOf(live));
+  });
+});
+
+describe('a failed turn', () => {
+  test('resumed on the process that ran it, it ends in its own error, and after that error nothing follows', async () => {
+    const session = await createSession(t, 'demo');
+    const headers = { 'x-api-key': t.apiKey };
+    const live = await (
+      await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, {
+        content: '[[fail]]',
+      })
+    ).all();
+    const failed = live.at(-1);
+    assert.equal(failed?.event, 'turn.failed');
+    const turnId = String(live[0]?.data.turn_id);
+    const rest = await (
+      await open('GET', `${events(session.id)}/${turnId}/events`, {
+        ...headers,
+        'last-event-id': `${turnId}:0`,
+      })
+    ).all();
+    assert.deepEqual(rest, [failed]);
+    const none = await (
+      await open('GET', `${events(session.id)}/${turnId}/events`, {
+        ...headers,
+        'last-event-id': String(failed?.id),
+      })
+    ).all();
+    assert.deepEqual(none, []);
+  });
+});
+
+describe('a resume of a running turn with nothing new yet', () => {
+  test('is answered at once, and follows the turn when it goes on', async (c) => {
+    const receiver = await startToolReceiver(c);
+    const app = await buildSessionApp({}, [toolAgent(receiver.url)]);
+    c.after(() => app.close());
+    const url = await app.app.listen({ port: 0, host: '127.0.0.1' });
+    const headers = { 'x-api-key': app.apiKey };
+    const created = await request(`${url}/v1/agents/toolbot/sessions`, {
+      method: 'POST',
+      dispatcher,
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const { id } = (await created.body.json()) as { id: string };
+    receiver.hold();
+    const called = receiver.nextRequest();
+    const liveRes = await request(`${url}/v1/agents/sessions/${id}/messages/stream`, {
+      method: 'POST',
+      dispatcher,
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ content: `Hold on: ${recordDirective('held')}` }),
+    });
+    const live = new StreamReader(liveRes.statusCode, liveRes.headers, liveRes.body);
+    const seen = await live.until((e) => e.some((x) => x.event === 'tool.started'));
+    await called;
+    const started = seen.find((e) => e.event === 'tool.started');
+    const turnId = String(seen[0]?.data.turn_id);
+    // The tool holds its answer: the resumed stream has nothing to send, and still answers now.
+    const resumedRes = await request(`${url}/v1/agents/sessions/${id}/turns/${turnId}/events`, {
+      dispatcher,
+      headers: { ...headers, 'last-event-id': String(started?.id) },
+    });
+    assert.equal(resumedRes.statusCode, 200);
+    const resumed = new StreamReader(resumedRes.statusCode, resumedRes.headers, resumedRes.body);
+    await resumed.until(() => resumed.raw.includes(': resumed'));
+    receiver.release();
+    const rest = await resumed.all();
+    const full = await live.all();
+    assertRest(
+      full.slice(0, full.indexOf(full.find((e) => e.id === started?.id) as SseEvent) + 1),
+      rest,
+      full,
+    );
+  });
+});
+
+describe('a chat turn (AI SDK)', () => {
+  test('resumed as events while it runs, is followed live to its end', async () => {
+    const session = await createSession(t, 'slow');
+    const res = await request(`${base}/v1/agents/sessions/${session.id}/chat`, {
+      method: 'POST',
+      dispatcher,
+      headers: { 'x-api-key': t.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        id: 'chat-1',
+        trigger: 'submit-message',
+        messages: [{ id: 'm-1', role: 'user', parts: [{ type: 'text', text: longText }] }],
+      }),
+    });
+    assert.equal(res.statusCode, 200);
+    let raw = '';
+    let turnId: string | undefined;
+    for await (const chunk of res.body) {
+      raw += chunk;
+      turnId = /"turn_id":"(turn_[^"]+)"/.exec(raw)?.[1];
+      if (turnId) break;
+    }
+    res.body.destroy();
+    assert.ok(turnId, raw);
+    const resumed = await (
+      await open('GET', `${events(session.id)}/${turnId}/events`, { 'x-api-key': t.apiKey })
+    ).all();
+    assert.equal(resumed[0]?.event, 'turn.started');
+    assert.equal(resumed.at(-1)?.event, 'turn.completed', JSON.stringify(resumed.at(-1)));
+  });
+});
+
+describe('parallel tool calls answered out of order', () => {
+  test('replay their results in the order they were committed and streamed, not in the order they were asked', async (c) => {
+    const receiver = await startToolReceiver(c);
+    const app = await buildSessionApp({}, [toolAgent(receiver.url)]);
+    c.after(() => app.close());
+    const url = await app.app.listen({ port: 0, host: '127.0.0.1' });
+    const headers = { 'x-api-key': app.apiKey };
+    const created = await request(`${url}/v1/agents/toolbot/sessions`, {
+      method: 'POST',
+      dispatcher,
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: '{}',
+    });
+    const { id } = (await created.body.json()) as { id: string };
+    // The first call's answer waits until the three others were answered.
+    receiver.hold((r) => inputValue(r.body?.input) === 'a');
+    const content = ['a', 'b', 'c', 'd'].map(recordDirective).join(' ');
+    const liveRes = await request(`${url}/v1/agents/sessions/${id}/messages/stream`, {
+      method: 'POST',
+      dispatcher,
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify({ content }),
+    });
+    const reader = new StreamReader(liveRes.statusCode, liveRes.headers, liveRes.body);
+    await reader.until((e) => e.filter((x) => x.event === 'tool.completed').length === 3);
+    receiver.release();
+    const live = await reader.all();
+    const order = live.filter((e) => e.event === 'tool.completed').map((e) => JSON.stringify(e.data));
+    assert.match(order.at(-1) ?? '', /"recorded":"a"/, 'the held call completed last');
+    const turnId = String(live[0]?.data.turn_id);
+    const replayRes = await request(`${url}/v1/agents/sessions/${id}/turns/${turnId}/events`, {
+      dispatcher,
+      headers,
+    });
+    const replay = await new StreamReader(replayRes.statusCode, replayRes.headers, replayRes.body).all();
+    assert.deepEqual(placesOf(replay), placesOf(live));
   });
 });
 

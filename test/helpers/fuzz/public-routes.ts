@@ -47,6 +47,12 @@ export const publicRoutes: Route[] = [
   },
   { method: 'GET', path: publicPath(':id', '/files'), id: 'conversation', family: 'public' },
   {
+    method: 'GET',
+    path: publicPath(':id', '/turns/turn_x/events'),
+    id: 'conversation',
+    family: 'public',
+  },
+  {
     method: 'POST',
     path: publicPath(':id', '/files'),
     id: 'conversation',

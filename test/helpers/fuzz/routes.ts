@@ -34,6 +34,7 @@ export const routes: Route[] = [
   { method: 'POST', path: '/v1/agents/sessions/:id/messages', id: 'session', body: 'json', family: 'api' },
   { method: 'GET', path: '/v1/agents/sessions/:id/messages', id: 'session', family: 'api' },
   { method: 'GET', path: '/v1/agents/sessions/:id/messages/msg_x', id: 'session', family: 'api' },
+  { method: 'GET', path: '/v1/agents/sessions/:id/turns/turn_x/events', id: 'session', family: 'api' },
   { method: 'POST', path: '/v1/agents/sessions/:id/terminate', id: 'session', body: 'json', family: 'api' },
   { method: 'POST', path: '/v1/agents/demo/run', body: 'json', family: 'api' },
   { method: 'POST', path: '/v1/agents/demo/conversations', body: 'json', family: 'api' },

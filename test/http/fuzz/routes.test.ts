@@ -139,6 +139,7 @@ describe('fuzzing every route', () => {
           'session_not_found',
           'agent_not_found',
           'message_not_found',
+          'turn_not_found',
           'conversation_not_found',
         ].includes(code),
         `${summarise(req)} -> ${code}`,

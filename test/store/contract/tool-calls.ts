@@ -38,6 +38,7 @@ export function toolCalls(f: SessionFixture): void {
       duration_ms: null,
       created_at: at,
       completed_at: null,
+      completed_seq: null,
     }));
 
   describe('tool calls', () => {
@@ -126,6 +127,7 @@ export function toolCalls(f: SessionFixture): void {
         output: okOutput,
         duration_ms: 42,
         completed_at: after(start, 2_000),
+        completed_seq: 1,
       };
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
         first,
@@ -146,9 +148,24 @@ export function toolCalls(f: SessionFixture): void {
       });
       const laterAt = after(start, 3_000);
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
-        { ...first, status: 'error', output: errorOutput, duration_ms: 15_000, completed_at: laterAt },
+        // Two results of one commit: in the order the commit lists them.
+        {
+          ...first,
+          status: 'error',
+          output: errorOutput,
+          duration_ms: 15_000,
+          completed_at: laterAt,
+          completed_seq: 2,
+        },
         { ...second, ...secondDone },
-        { ...third, status: 'ok', output: 'a plain string', duration_ms: 0, completed_at: laterAt },
+        {
+          ...third,
+          status: 'ok',
+          output: 'a plain string',
+          duration_ms: 0,
+          completed_at: laterAt,
+          completed_seq: 3,
+        },
       ]);
     });
 
@@ -181,6 +198,7 @@ export function toolCalls(f: SessionFixture): void {
         output: firstOutput,
         duration_ms: 12,
         completed_at: after(start, 2_000),
+        completed_seq: 1,
       };
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [completed, open]);
 
@@ -210,7 +228,14 @@ export function toolCalls(f: SessionFixture): void {
       });
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), [
         completed,
-        { ...open, status: 'ok', output: openOutput, duration_ms: 5, completed_at: after(start, 4_000) },
+        {
+          ...open,
+          status: 'ok',
+          output: openOutput,
+          duration_ms: 5,
+          completed_at: after(start, 4_000),
+          completed_seq: 2,
+        },
       ]);
       assert.equal((await ctx.store.loadSession(record.id))?.snapshot, '{"acting":0}');
     });
@@ -298,6 +323,7 @@ export function toolCalls(f: SessionFixture): void {
           output: { found: 1 },
           duration_ms: 7,
           completed_at: after(start, 3_000),
+          completed_seq: 1,
         })),
         ...pending([late], after(start, 3_000)),
       ]);
