@@ -25,7 +25,7 @@ import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api-family.ts';
 import { clientErrorHandler, newRequestId } from './http/client-errors.ts';
 import { ConnectionDrain } from './http/connection-drain.ts';
-import { demoKeyCount, demoRoutes } from './http/demo-routes.ts';
+import { DEMO_AGENT, demoKeyCount, demoRoutes } from './http/demo-routes.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
 import { registerMetrics } from './http/metrics.ts';
 import { registerOpenApi } from './http/openapi.ts';
@@ -296,7 +296,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
   await app.register(widgetRoutes);
-  if (config.demo) await app.register(demoRoutes, { store, sessions, tokens });
+  if (config.demo) {
+    // The page talks to the `demo` agent: without one there is nothing to show.
+    if (catalogue.has(DEMO_AGENT)) await app.register(demoRoutes, { store, sessions, tokens, redis });
+    else
+      app.log.warn(`PARLEY_DEMO is on, but the catalogue has no agent "${DEMO_AGENT}": /demo is not served.`);
+  }
   const turns = new LiveTurns();
   await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
   await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis, turns });

@@ -2,8 +2,11 @@
 // here at each load (as an integrator's server would, with the same session service), and POST /demo/token,
 // the page's token refresh, for conversations of the `demo` tenant only. Tokens name an API key (`kid`) and die
 // with it, so the demo tenant has a key of its own whose secret nobody holds (listed as `(demo page)`): it only
-// signs these tokens, and the start-up warning that no API key exists does not count it.
-import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+// signs these tokens, and the start-up warning that no API key exists does not count it. Anyone may load the
+// page, so both routes have a per-address rate limit (each load stores a conversation).
+import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { Redis } from 'ioredis';
 import { z } from 'zod';
 import type { SessionService } from '../actors/session-service.ts';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.ts';
@@ -12,6 +15,7 @@ import { asConversationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 import { sessionTokenSchema } from './conversation-schemas.ts';
+import { registerRateLimit } from './rate-limit.ts';
 import { createsSession } from './route-config.ts';
 import { errorEnvelope } from './schemas.ts';
 
@@ -19,6 +23,10 @@ export const DEMO_TENANT = 'demo';
 export const DEMO_AGENT = 'demo';
 /** What `keys list` shows as the demo's signing key, and how it is found again. */
 export const DEMO_KEY_PREFIX = '(demo page)';
+/** Loads of GET /demo per minute from one client address: each one stores a conversation. */
+export const DEMO_PAGES_PER_MINUTE = 10;
+/** POST /demo/token per minute from one client address. */
+export const DEMO_TOKENS_PER_MINUTE = 30;
 
 const isDemoKey = (k: ApiKeyRecord) => k.prefix === DEMO_KEY_PREFIX && k.revoked_at === null;
 
@@ -70,88 +78,133 @@ export function demoPage(attributes: Record<string, string>): string {
 `;
 }
 
-export const demoRoutes: FastifyPluginAsyncZod<{
+/**
+ * The demo tenant's live signing key: `known` while it is live, else the oldest live one, else a new one (the
+ * tenant too). Several processes may create one at the same moment: the tenant's creation is idempotent
+ * (a unique violation is read back), and a process whose new key turns out not to be the oldest live one
+ * revokes it before signing anything, and uses the oldest.
+ */
+export async function ensureDemoKey(store: Store, known?: string): Promise<string> {
+  if (known && (await store.getApiKey(known))?.revoked_at === null) return known;
+  if (!(await store.getTenant(DEMO_TENANT))) {
+    await store.createTenant(DEMO_TENANT, 'Demo page').catch(async (err: unknown) => {
+      if (!(await store.getTenant(DEMO_TENANT))) throw err;
+    });
+  }
+  // Listed oldest first.
+  const live = (await store.listApiKeys(DEMO_TENANT)).find(isDemoKey);
+  if (live) return live.id;
+  // The key itself is dropped at once: it can sign demo tokens and nothing else.
+  const created = await store.createApiKey({
+    id: newId('key'),
+    tenant_id: DEMO_TENANT,
+    hash: hashApiKey(generateApiKey()),
+    prefix: DEMO_KEY_PREFIX,
+    agents: [DEMO_AGENT],
+  });
+  const oldest = (await store.listApiKeys(DEMO_TENANT)).find(isDemoKey);
+  if (oldest && oldest.id !== created.id) {
+    await store.revokeApiKey(created.id);
+    return oldest.id;
+  }
+  return created.id;
+}
+
+export interface DemoRoutesOptions {
   store: Store;
   sessions: SessionService;
   tokens: SessionTokens;
-}> = async (app, { store, sessions, tokens }) => {
-  let keyId: Promise<string> | undefined;
-  /** The demo tenant's signing key: the one already there, or a new one (the tenant too) when none is live. */
-  const demoKey = async (): Promise<string> => {
-    const known = keyId ? await keyId.catch(() => undefined) : undefined;
-    if (known && (await store.getApiKey(known))?.revoked_at === null) return known;
-    keyId = (async () => {
-      if (!(await store.getTenant(DEMO_TENANT))) await store.createTenant(DEMO_TENANT, 'Demo page');
-      const live = (await store.listApiKeys(DEMO_TENANT)).find(isDemoKey);
-      if (live) return live.id;
-      // The key itself is dropped at once: it can sign demo tokens and nothing else.
-      const created = await store.createApiKey({
-        id: newId('key'),
-        tenant_id: DEMO_TENANT,
-        hash: hashApiKey(generateApiKey()),
-        prefix: DEMO_KEY_PREFIX,
-        agents: [DEMO_AGENT],
+  /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
+  redis?: Redis;
+}
+
+export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, options) => {
+  const { store, sessions, tokens, redis } = options;
+  let known: string | undefined;
+  let checking: Promise<string> | undefined;
+  /** One check-and-create at a time in this process: requests that need the key meanwhile share its answer. */
+  const demoKey = (): Promise<string> => {
+    checking ??= ensureDemoKey(store, known)
+      .then((id) => {
+        known = id;
+        return id;
+      })
+      .finally(() => {
+        checking = undefined;
       });
-      return created.id;
-    })();
-    return keyId;
+    return checking;
   };
 
-  app.get(
-    '/demo',
-    {
-      config: createsSession,
-      schema: {
-        hide: true,
-        querystring: z.object({
-          inactivity_warning_after: seconds,
-          inactivity_final_after: seconds,
-        }),
+  // Each route in a scope of its own, with its own budget per client address.
+  await app.register(async (scope: FastifyInstance) => {
+    await registerRateLimit(scope, {
+      perMinute: DEMO_PAGES_PER_MINUTE,
+      key: (request) => `demo-page:${request.ip}`,
+      redis,
+    });
+    scope.withTypeProvider<ZodTypeProvider>().get(
+      '/demo',
+      {
+        config: createsSession,
+        schema: {
+          hide: true,
+          querystring: z.object({
+            inactivity_warning_after: seconds,
+            inactivity_final_after: seconds,
+          }),
+        },
       },
-    },
-    async (request, reply) => {
-      const kid = await demoKey();
-      const session = await sessions.createSession(DEMO_TENANT, DEMO_AGENT, { context: { page: 'demo' } });
-      const { session_token } = await tokens.mint({
-        conversationId: session.id,
-        tenantId: DEMO_TENANT,
-        agentId: DEMO_AGENT,
-        keyId: kid,
-      });
-      const { inactivity_warning_after: warning, inactivity_final_after: final } = request.query;
-      const page = demoPage({
-        'conversation-id': session.id,
-        token: session_token,
-        ...(warning !== undefined ? { 'inactivity-warning-after': String(warning) } : {}),
-        ...(final !== undefined ? { 'inactivity-final-after': String(final) } : {}),
-      });
-      // Every load is a new conversation: never cached.
-      return reply.header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
-    },
-  );
-
-  app.post(
-    '/demo/token',
-    {
-      schema: {
-        hide: true,
-        body: z.strictObject({ conversation_id: z.string().min(1).max(200) }),
-        response: { 200: sessionTokenSchema, 404: errorEnvelope },
-      },
-    },
-    async (request) => {
-      const id = request.body.conversation_id;
-      const session = await sessions
-        .getSession(DEMO_TENANT, id, () => {})
-        .catch((err) => {
-          throw asConversationError(err, id);
+      async (request, reply) => {
+        const kid = await demoKey();
+        const session = await sessions.createSession(DEMO_TENANT, DEMO_AGENT, { context: { page: 'demo' } });
+        const { session_token } = await tokens.mint({
+          conversationId: session.id,
+          tenantId: DEMO_TENANT,
+          agentId: DEMO_AGENT,
+          keyId: kid,
         });
-      return tokens.mint({
-        conversationId: session.id,
-        tenantId: DEMO_TENANT,
-        agentId: session.agent_id,
-        keyId: await demoKey(),
-      });
-    },
-  );
+        const { inactivity_warning_after: warning, inactivity_final_after: final } = request.query;
+        const page = demoPage({
+          'conversation-id': session.id,
+          token: session_token,
+          ...(warning !== undefined ? { 'inactivity-warning-after': String(warning) } : {}),
+          ...(final !== undefined ? { 'inactivity-final-after': String(final) } : {}),
+        });
+        // Every load is a new conversation: never cached.
+        return reply.header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
+      },
+    );
+  });
+
+  await app.register(async (scope: FastifyInstance) => {
+    await registerRateLimit(scope, {
+      perMinute: DEMO_TOKENS_PER_MINUTE,
+      key: (request) => `demo-token:${request.ip}`,
+      redis,
+    });
+    scope.withTypeProvider<ZodTypeProvider>().post(
+      '/demo/token',
+      {
+        schema: {
+          hide: true,
+          body: z.strictObject({ conversation_id: z.string().min(1).max(200) }),
+          response: { 200: sessionTokenSchema, 404: errorEnvelope, 429: errorEnvelope },
+        },
+      },
+      async (request) => {
+        const id = request.body.conversation_id;
+        const session = await sessions
+          .getSession(DEMO_TENANT, id, () => {})
+          .catch((err) => {
+            throw asConversationError(err, id);
+          });
+        return tokens.mint({
+          conversationId: session.id,
+          tenantId: DEMO_TENANT,
+          agentId: session.agent_id,
+          keyId: await demoKey(),
+        });
+      },
+    );
+  });
 };

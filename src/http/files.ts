@@ -19,6 +19,20 @@ const uploadBody = z.strictObject({
   metadata: fieldPart.optional().meta({ description: 'A JSON object, stored as the file metadata' }),
 });
 
+/** GET /v1/agents/files's query (the client's FileListQuery). */
+export const fileListQuery = z.object({
+  name: z.string().max(200).optional().meta({ description: 'Case-insensitive prefix of the name' }),
+  mime_type: z.string().max(255).optional(),
+  created_after: dateTimeQuery.optional().meta({ description: 'Exclusive lower bound' }),
+  created_before: dateTimeQuery.optional().meta({ description: 'Exclusive upper bound' }),
+  session_id: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({ description: 'Only the files uploaded in this conversation' }),
+  ...pageQuery,
+});
+
 /** The optional `metadata` part: a JSON object (as text, or parsed when declared JSON), checked like any metadata. */
 function parseMetadataPart(part: MultipartValue<unknown> | undefined): JsonObject {
   if (part === undefined) return {};
@@ -95,18 +109,7 @@ export const filesRoutes: FastifyPluginAsyncZod<{
       schema: {
         tags: ['files'],
         summary: 'List the tenant pool, newest first',
-        querystring: z.object({
-          name: z.string().max(200).optional().meta({ description: 'Case-insensitive prefix of the name' }),
-          mime_type: z.string().max(255).optional(),
-          created_after: dateTimeQuery.optional().meta({ description: 'Exclusive lower bound' }),
-          created_before: dateTimeQuery.optional().meta({ description: 'Exclusive upper bound' }),
-          session_id: z
-            .string()
-            .max(200)
-            .optional()
-            .meta({ description: 'Only the files uploaded in this conversation' }),
-          ...pageQuery,
-        }),
+        querystring: fileListQuery,
         response: { 200: pageOf(fileSchema), ...authErrors },
       },
     },

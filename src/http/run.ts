@@ -10,7 +10,7 @@ import { authErrors, metadataSchema } from './schemas.ts';
 import { contextSchema, userLookup } from './session-schemas.ts';
 import { keyAuthorize } from './session-target.ts';
 
-const runRequest = z
+export const runRequest = z
   .strictObject({
     messages: z.array(messageRequest).min(1).max(10),
     user: userLookup.nullable().optional(),
@@ -19,6 +19,10 @@ const runRequest = z
     persist: z.boolean().default(true),
   })
   .meta({ id: 'RunRequest' });
+
+export const runResult = z
+  .object({ agent_message: messageSchema, session_id: z.string() })
+  .meta({ id: 'RunResult' });
 
 export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = async (app, { sessions }) => {
   app.post(
@@ -31,7 +35,7 @@ export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = as
         params: z.object({ agent_id: z.string() }),
         body: runRequest,
         response: {
-          201: z.object({ agent_message: messageSchema, session_id: z.string() }).meta({ id: 'RunResult' }),
+          201: runResult,
           ...turnErrors,
           ...authErrors,
         },

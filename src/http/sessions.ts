@@ -18,6 +18,14 @@ import {
 } from './session-schemas.ts';
 import { keySession } from './session-target.ts';
 
+/** GET /v1/agents/sessions's query (the client's SessionListQuery). */
+export const sessionListQuery = z.object({
+  status: sessionStatus.optional(),
+  agent_id: z.string().max(64).optional(),
+  user_id: z.string().max(200).optional(),
+  ...pageQuery,
+});
+
 export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: SessionService }> = async (
   app,
   { store, sessions },
@@ -47,12 +55,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
       schema: {
         tags: ['sessions'],
         summary: 'List sessions, newest first',
-        querystring: z.object({
-          status: sessionStatus.optional(),
-          agent_id: z.string().max(64).optional(),
-          user_id: z.string().max(200).optional(),
-          ...pageQuery,
-        }),
+        querystring: sessionListQuery,
         response: { 200: pageOf(sessionSchema), ...authErrors },
       },
     },

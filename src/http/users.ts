@@ -19,6 +19,13 @@ function toStoreFields(body: z.infer<typeof userFields>): UserFields {
   };
 }
 
+/** GET /v1/agents/users's query (the client's UserListQuery). */
+export const userListQuery = z.object({
+  reference: z.string().max(128).optional(),
+  email: z.string().max(254).optional(),
+  ...pageQuery,
+});
+
 const notFound = (id: string) => new AppError('user_not_found', undefined, { context: { user_id: id } });
 
 export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, { store }) => {
@@ -44,11 +51,7 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
       schema: {
         tags: ['users'],
         summary: 'List end-users, newest first',
-        querystring: z.object({
-          reference: z.string().max(128).optional(),
-          email: z.string().max(254).optional(),
-          ...pageQuery,
-        }),
+        querystring: userListQuery,
         response: { 200: pageOf(userSchema), ...authErrors },
       },
     },

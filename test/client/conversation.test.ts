@@ -298,6 +298,23 @@ describe('a stream whose connection breaks', () => {
       await proxy.close();
     }
   });
+
+  it('gives up after the default 5 reconnections when maxReconnects is NaN (an unparsable setting), never looping on', {
+    timeout: 60_000,
+  }, async () => {
+    const proxy = await startProxy(baseUrl(t), (req) =>
+      req.url.endsWith('/messages/stream') ? { kind: 'drop' } : forward,
+    );
+    try {
+      const conv = await openConversation(t, 'demo', { baseUrl: proxy.url, maxReconnects: Number.NaN });
+      const error = await collect(conv.stream('anyone?')).catch((e: unknown) => e);
+      assert.ok(error instanceof ParleyError);
+      assert.equal(error.code, 'stream_interrupted');
+      assert.equal(proxy.requests.filter((r) => r.url.endsWith('/messages/stream')).length, 6);
+    } finally {
+      await proxy.close();
+    }
+  });
 });
 
 describe('answers that ask to retry', () => {
@@ -351,6 +368,30 @@ describe('answers that ask to retry', () => {
       assert.equal(error.code, 'rate_limited');
       assert.equal(error.retryAfterSeconds, 0);
       assert.equal(proxy.requests.filter((r) => r.method === 'GET').length, 4);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('retries the default 2 times when maxRetries is NaN (an unparsable setting), never looping on', {
+    timeout: 30_000,
+  }, async () => {
+    const proxy = await startProxy(baseUrl(t), (req) =>
+      req.method === 'GET'
+        ? {
+            kind: 'answer',
+            status: 429,
+            headers: { 'retry-after': '0' },
+            body: { error: { code: 'rate_limited', name: 'RateLimitExceededError', message: 'slow down' } },
+          }
+        : forward,
+    );
+    try {
+      const conv = await openConversation(t, 'demo', { baseUrl: proxy.url, maxRetries: Number.NaN });
+      const error = await conv.get().catch((e: unknown) => e);
+      assert.ok(error instanceof ParleyError);
+      assert.equal(error.code, 'rate_limited');
+      assert.equal(proxy.requests.filter((r) => r.method === 'GET').length, 3);
     } finally {
       await proxy.close();
     }

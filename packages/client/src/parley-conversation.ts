@@ -34,9 +34,9 @@ export interface ParleyConversationOptions {
   refreshToken?: (() => Promise<string>) | undefined;
   /** Default: the global fetch. */
   fetch?: Fetch | undefined;
-  /** Retries of one request on 429 or 503 (after Retry-After, at most 30 s) or a network failure. Default 2. */
+  /** Retries of one request on 429 or 503 (after Retry-After, at most 30 s) or a network failure. Default 2 (also for NaN or Infinity). */
   maxRetries?: number | undefined;
-  /** Consecutive failed connections a stream tolerates while resuming. Default 5. */
+  /** Consecutive failed connections a stream tolerates while resuming. Default 5 (also for NaN or Infinity). */
   maxReconnects?: number | undefined;
 }
 

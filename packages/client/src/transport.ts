@@ -65,7 +65,7 @@ export class Transport {
     this.#fetch = given
       ? (input, init) => given(input, init)
       : (input, init) => globalThis.fetch(input, init);
-    this.maxRetries = Math.max(0, options.maxRetries ?? DEFAULT_MAX_RETRIES);
+    this.maxRetries = countOption(options.maxRetries, DEFAULT_MAX_RETRIES);
   }
 
   url(path: string, query?: Query): string {
@@ -138,6 +138,14 @@ export class Transport {
     const ms = error.retryAfterSeconds * 1000;
     return ms > MAX_RETRY_WAIT_MS ? null : ms;
   }
+}
+
+/**
+ * A count given as an option: a finite number is rounded down to at least 0; anything else (NaN from a
+ * parsed attribute, Infinity, nothing) is the default, so that a bad value never means "retry forever".
+ */
+export function countOption(value: number | undefined, fallback: number): number {
+  return value !== undefined && Number.isFinite(value) ? Math.max(0, Math.floor(value)) : fallback;
 }
 
 /** 0.5 s, 1 s, 2 s, … up to 8 s: the wait before the `attempt`-th retry when the server names none. */

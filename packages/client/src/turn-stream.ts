@@ -4,7 +4,7 @@
 // Idempotency-Key, and a turn the server reports interrupted is sent again, so the consumer reads one sequence.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { ParleyError } from './errors.ts';
-import { sleep } from './transport.ts';
+import { countOption, sleep } from './transport.ts';
 import type { SessionTurnEvent, TurnEvent } from './types.ts';
 
 /** Either family's events; they differ only in how messages look. */
@@ -65,7 +65,7 @@ export class TurnStream<E extends AnyTurnEvent = TurnEvent> implements AsyncIter
   constructor(source: TurnSource, options: TurnStreamOptions = {}) {
     this.#source = source;
     this.#signal = options.signal;
-    this.#maxReconnects = Math.max(0, options.maxReconnects ?? DEFAULT_MAX_RECONNECTS);
+    this.#maxReconnects = countOption(options.maxReconnects, DEFAULT_MAX_RECONNECTS);
     this.#turnId = options.turnId;
     this.#lastEventId = options.after;
   }

@@ -13,6 +13,7 @@ import type {
   sessionTokenSchema,
 } from '../../../src/http/conversation-schemas.ts';
 import type { conversationFile, fileSchema } from '../../../src/http/file-schemas.ts';
+import type { fileListQuery } from '../../../src/http/files.ts';
 import type {
   conversationMessageSchema,
   conversationReply,
@@ -20,6 +21,7 @@ import type {
   messageRequest,
   messageSchema,
 } from '../../../src/http/message-schemas.ts';
+import type { runRequest, runResult } from '../../../src/http/run.ts';
 import type { errorEnvelope, pageOf, pageQuery, validationErrorBody } from '../../../src/http/schemas.ts';
 import type {
   sessionCreate,
@@ -28,13 +30,20 @@ import type {
   terminateRequest,
   terminateResult,
 } from '../../../src/http/session-schemas.ts';
+import type { sessionListQuery } from '../../../src/http/sessions.ts';
 import type {
   ConversationTurnEvent,
   SessionTurnEvent as KeyTurnEvent,
 } from '../../../src/http/stream-events.ts';
 import type { userFields, userSchema } from '../../../src/http/user-schemas.ts';
+import type { userListQuery } from '../../../src/http/users.ts';
 
 type PageOf<S extends z.ZodType> = z.output<ReturnType<typeof pageOf<S>>>;
+/**
+ * A list route's query as the client passes it: every field optional, each as the route reads it (the
+ * server coerces the query's text, so `limit` is a number here).
+ */
+type ListQuery<S extends z.ZodType> = Partial<z.output<S>>;
 
 // Both families
 /** The body of a send: `{ content, role?, metadata? }` (the public family takes `role: "user"` only). */
@@ -83,47 +92,30 @@ export type User = z.output<typeof userSchema>;
 /** The fields of a user to create or update; each given field replaces the stored value. */
 export type UserFields = z.input<typeof userFields>;
 export type UserPage = PageOf<typeof userSchema>;
-export type UserListQuery = PageQuery & {
-  /** Exactly this reference. */
-  reference?: NonNullable<User['reference']>;
-  /** Exactly this email, case-insensitive. */
-  email?: NonNullable<User['email']>;
-};
+/** `reference` (exactly), `email` (exactly, case-insensitive), `limit`, `offset`. */
+export type UserListQuery = ListQuery<typeof userListQuery>;
 export type Session = z.output<typeof sessionSchema>;
 /** `{ user?, context?, metadata? }`: a session's (or a conversation's) creation. */
 export type SessionCreate = z.input<typeof sessionCreate>;
 export type SessionPage = PageOf<typeof sessionSchema>;
-export type SessionListQuery = PageQuery & {
-  status?: SessionStatus;
-  agent_id?: Session['agent_id'];
-  user_id?: NonNullable<Session['user']>['id'];
-};
+/** `status`, `agent_id`, `user_id`, `limit`, `offset`. */
+export type SessionListQuery = ListQuery<typeof sessionListQuery>;
 /** A message with its metadata and tool calls, as the API key sees it. */
 export type Message = z.output<typeof messageSchema>;
 export type MessagePage = PageOf<typeof messageSchema>;
 export type AgentReply = z.output<typeof keyReply>;
 /** An event of a turn streamed with an API key: as TurnEvent, with messages as Message and tool events. */
 export type SessionTurnEvent = KeyTurnEvent;
-/** `run`: 1 to 10 messages for a new session, with the session creation's fields. */
-export type RunRequest = SessionCreate & {
-  messages: MessageCreate[];
-  /** Accepted; v1 always persists. */
-  persist?: boolean;
-};
-export type RunResult = AgentReply & { session_id: Session['id'] };
+/** `run`: 1 to 10 messages for a new session, with the session creation's fields (`persist` is accepted; v1 always persists). */
+export type RunRequest = z.input<typeof runRequest>;
+export type RunResult = z.output<typeof runResult>;
 export type FileRecord = z.output<typeof fileSchema>;
 export type FilePage = PageOf<typeof fileSchema>;
-export type FileListQuery = PageQuery & {
-  /** Case-insensitive prefix of the name. */
-  name?: FileRecord['name'];
-  mime_type?: FileRecord['mime_type'];
-  /** ISO 8601, exclusive. */
-  created_after?: FileRecord['created_at'];
-  /** ISO 8601, exclusive. */
-  created_before?: FileRecord['created_at'];
-  /** Only the files uploaded in this conversation. */
-  session_id?: NonNullable<FileRecord['session_id']>;
-};
+/**
+ * `name` (case-insensitive prefix), `mime_type`, `created_after` and `created_before` (ISO 8601, exclusive),
+ * `session_id` (only the files uploaded in this conversation), `limit`, `offset`.
+ */
+export type FileListQuery = ListQuery<typeof fileListQuery>;
 export type ConversationStart = z.output<typeof conversationStart>;
 export type SessionToken = z.output<typeof sessionTokenSchema>;
 /** The body `useChat` sends (DefaultChatTransport). */

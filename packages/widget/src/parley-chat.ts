@@ -2,7 +2,9 @@
 // streams replies delta by delta, uploads attachments, shows tool steps, offers NPS feedback and terminate,
 // runs the inactivity steps when asked to, and shows a closed or expired conversation as such. All HTTP goes
 // through @parley/client (token refresh and resuming a dropped stream included); this file only renders.
-import { ParleyConversation, ParleyError, type TurnEvent } from '@parley/client';
+// Moved in the page (disconnected, then connected again), it reloads the conversation and resumes the reply
+// that was arriving.
+import { newIdempotencyKey, ParleyConversation, ParleyError, type TurnEvent } from '@parley/client';
 import { type FeedbackChoice, feedbackForm } from './feedback-form.ts';
 import { IdleTimer } from './idle-timer.ts';
 import styles from './styles.css';
@@ -23,6 +25,23 @@ interface Pending {
   url?: string;
   upload: Promise<string>;
   chip: HTMLElement;
+  /** Stops the upload when the chip is removed (or the widget restarts). */
+  abort: AbortController;
+  removed: boolean;
+}
+
+/** A message given back to the composer after a send that stored nothing, with the key it was sent under. */
+interface Draft {
+  text: string;
+  attachments: readonly Pending[];
+  idempotencyKey: string;
+}
+
+/** The turn whose reply is arriving: what a restart on the same conversation needs to resume it. */
+interface LiveTurn {
+  conversation: string;
+  turnId: string;
+  userMessageId: string | undefined;
 }
 
 /** Codes that mean the conversation no longer takes messages. */
@@ -34,9 +53,12 @@ const PAPERCLIP =
 /** Earlier messages shown when the widget opens a conversation. */
 const HISTORY = 100;
 
+/** The longest delay setTimeout keeps: a longer one would fire at once. About 24.8 days. */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
 const seconds = (value: string | null): number | null => {
   const n = value === null ? Number.NaN : Number(value);
-  return Number.isFinite(n) && n > 0 ? n * 1000 : null;
+  return Number.isFinite(n) && n > 0 ? Math.min(n * 1000, MAX_DELAY_MS) : null;
 };
 
 export class ParleyChat extends HTMLElement {
@@ -60,6 +82,9 @@ export class ParleyChat extends HTMLElement {
   #feedback: 'unasked' | 'shown' | 'later' | 'done' = 'unasked';
   #files = new Map<string, KnownFile>();
   #pending: Pending[] = [];
+  /** The draft a failed send gave back: sent again unchanged, it keeps its Idempotency-Key. */
+  #draft: Draft | null = null;
+  #turn: LiveTurn | null = null;
   #restartQueued = false;
   #steps: Promise<void> = Promise.resolve();
   #idle = this.#idleTimer();
@@ -179,6 +204,8 @@ export class ParleyChat extends HTMLElement {
   disconnectedCallback(): void {
     this.#life.abort();
     this.#idle.stop();
+    // Connected again, the widget starts over from the server: nothing local is kept meanwhile.
+    this.#dropLocalFiles();
   }
 
   attributeChangedCallback(name: string, before: string | null, after: string | null): void {
@@ -212,6 +239,11 @@ export class ParleyChat extends HTMLElement {
     return this.getAttribute('base-url') || new URL(import.meta.url).origin;
   }
 
+  /** Which conversation the attributes name: a restart on the same one may resume its reply. */
+  get #conversationKey(): string {
+    return `${this.#baseUrl} ${this.getAttribute('conversation-id') ?? ''}`;
+  }
+
   #connect(): ParleyConversation {
     return new ParleyConversation({
       baseUrl: this.#baseUrl,
@@ -236,17 +268,19 @@ export class ParleyChat extends HTMLElement {
     this.#life.abort();
     const life = new AbortController();
     this.#life = life;
+    // A reply that was arriving when the widget stopped (it was moved in the page): resumed below.
+    const interrupted = this.#turn?.conversation === this.#conversationKey ? this.#turn : null;
+    this.#turn = null;
+    this.#draft = null;
     this.#idle.stop();
     this.#log.replaceChildren();
+    this.#log.removeAttribute('aria-busy');
     this.#error.textContent = '';
     this.#notice.textContent = '';
     this.#feedbackSlot.replaceChildren();
     this.#feedback = 'unasked';
     this.#ended = null;
-    for (const file of this.#files.values()) if (file.url) URL.revokeObjectURL(file.url);
-    this.#files.clear();
-    this.#pending = [];
-    this.#pendingList.replaceChildren();
+    this.#dropLocalFiles();
     this.#busy = false;
     this.#setEnabled(false);
     if (!this.getAttribute('conversation-id') || !this.getAttribute('token')) {
@@ -268,10 +302,59 @@ export class ParleyChat extends HTMLElement {
       // Opened already ended: said so, without asking for feedback again.
       if (record.status !== 'active') return this.#showEnded(record.status, false);
       this.#setEnabled(true);
+      // The interrupted turn's message is the newest stored: its reply is not, so the turn is followed again.
+      const last = page.items.at(-1);
+      const mine = this.#log.lastElementChild;
+      if (interrupted && last?.id === interrupted.userMessageId && mine instanceof HTMLElement) {
+        return await this.#follow(conv, interrupted, mine, life.signal);
+      }
       this.#idle.restart();
     } catch (err) {
       if (!life.signal.aborted) this.#fail(err);
     }
+  }
+
+  /** Shows a turn already sent, from its start: its events replace nothing, as its reply is not shown yet. */
+  async #follow(
+    conv: ParleyConversation,
+    turn: LiveTurn,
+    mine: HTMLElement,
+    life: AbortSignal,
+  ): Promise<void> {
+    this.#busy = true;
+    this.#send.disabled = true;
+    try {
+      await this.#render(conv.resume(turn.turnId, { signal: life }), mine);
+    } catch (err) {
+      if (!life.aborted) this.#fail(err);
+    } finally {
+      if (!life.aborted) this.#turnEnded();
+    }
+  }
+
+  /** After a turn's events (or their failure): the composer is the user's again. */
+  #turnEnded(): void {
+    this.#busy = false;
+    this.#turn = null;
+    this.#log.removeAttribute('aria-busy');
+    if (this.#ended === null) {
+      this.#setEnabled(true);
+      this.#idle.restart();
+    }
+  }
+
+  /** Forgets the attachments and the images of this page: uploads stopped, local URLs revoked. */
+  #dropLocalFiles(): void {
+    for (const file of this.#files.values()) if (file.url) URL.revokeObjectURL(file.url);
+    this.#files.clear();
+    for (const item of this.#pending) {
+      item.removed = true;
+      item.abort.abort();
+      if (item.url) URL.revokeObjectURL(item.url);
+    }
+    this.#pending = [];
+    this.#pendingList.replaceChildren();
+    this.#draft = null;
   }
 
   #idleTimer(): IdleTimer {
@@ -315,6 +398,8 @@ export class ParleyChat extends HTMLElement {
   #showEnded(status: string, askFeedback = true): void {
     this.#ended = status === 'expired' ? 'expired' : 'closed';
     this.#idle.stop();
+    // Nothing arrives any more: the log is read as it is.
+    this.#log.removeAttribute('aria-busy');
     this.#confirm.hidden = true;
     this.#setEnabled(false);
     this.#notice.textContent =
@@ -357,23 +442,30 @@ export class ParleyChat extends HTMLElement {
     const remove = h('button', { type: 'button', 'aria-label': `Remove ${file.name}` }, '×');
     const chip = fileChip(file.name, remove);
     chip.dataset.state = 'uploading';
+    const abort = new AbortController();
     const item: Pending = {
       name: file.name,
       image,
       ...(url ? { url } : {}),
       chip,
-      upload: conv.upload(file, file.name).then((f) => {
+      abort,
+      removed: false,
+      upload: conv.upload(file, file.name, { signal: abort.signal }).then((f) => {
         chip.dataset.state = 'ready';
         return f.id;
       }),
     };
     remove.addEventListener('click', () => {
+      // Removed while uploading: the upload stops; a send waiting for it goes without it.
+      item.removed = true;
+      abort.abort();
       this.#pending = this.#pending.filter((p) => p !== item);
       if (url) URL.revokeObjectURL(url);
       chip.remove();
       this.#input.focus();
     });
     item.upload.catch((err) => {
+      if (item.removed) return;
       this.#pending = this.#pending.filter((p) => p !== item);
       chip.remove();
       this.#fail(err);
@@ -391,55 +483,69 @@ export class ParleyChat extends HTMLElement {
     this.#send.disabled = true;
     this.#error.textContent = '';
     this.#idle.stop();
-    const attachments = this.#pending;
-    let blocks: Block[];
+    // The attachments chosen so far: one chosen while they finish uploading waits for the next message.
+    const chosen = [...this.#pending];
+    let ids: (string | null)[];
     try {
-      const ids = await Promise.all(attachments.map((p) => p.upload));
-      blocks = attachments.map((p, i) => {
-        const id = ids[i] ?? '';
-        this.#files.set(id, { name: p.name, ...(p.url ? { url: p.url } : {}) });
-        return { type: p.image ? 'image' : 'file', file_id: id } as const;
-      });
+      // One removed meanwhile is left out (its upload was stopped).
+      ids = await Promise.all(
+        chosen.map((p) => p.upload.catch((err) => (p.removed ? null : Promise.reject(err)))),
+      );
     } catch {
       // The failed upload's chip is gone and its error shown; the message waits for the user.
-      this.#busy = false;
-      this.#setEnabled(true);
+      if (!life.aborted) this.#turnEnded();
       return;
     }
+    if (life.aborted) return;
+    const attachments: Pending[] = [];
+    const blocks: Block[] = [];
+    chosen.forEach((p, i) => {
+      const id = ids[i];
+      if (p.removed || !id) return;
+      attachments.push(p);
+      this.#files.set(id, { name: p.name, ...(p.url ? { url: p.url } : {}) });
+      blocks.push({ type: p.image ? 'image' : 'file', file_id: id });
+    });
+    if (text === '' && attachments.length === 0) return this.#turnEnded();
     if (text !== '') blocks.unshift({ type: 'text', text });
-    this.#pending = [];
-    this.#pendingList.replaceChildren();
-    this.#input.value = '';
-    this.#input.style.height = '';
+    // The draft given back by a failed send, unchanged, is the same message: the same key, so that the server
+    // stores it once even if the first send did arrive. Anything else is a new message with a new key.
+    const draft = this.#draft;
+    this.#draft = null;
+    const same =
+      draft !== null &&
+      draft.text === text &&
+      draft.attachments.length === attachments.length &&
+      draft.attachments.every((p, i) => p === attachments[i]);
+    const idempotencyKey = same ? draft.idempotencyKey : newIdempotencyKey();
+    this.#pending = this.#pending.filter((p) => !attachments.includes(p));
+    for (const p of attachments) p.chip.remove();
+    if (this.#input.value.trim() === text) {
+      this.#input.value = '';
+      this.#input.style.height = '';
+    }
     // Whether sent with Enter or the button (now disabled), the next message is typed here.
     this.#input.focus();
     const mine = messageNode({ role: 'user', content: blocks }, this.#files);
     this.#log.append(mine);
     this.#scroll(true);
     try {
-      const events = conv.stream(attachments.length === 0 ? text : { content: blocks }, { signal: life });
-      await this.#render(events, mine);
+      const input = attachments.length === 0 ? text : { content: blocks };
+      await this.#render(conv.stream(input, { signal: life, idempotencyKey }), mine);
     } catch (err) {
       if (life.aborted) return;
       if (mine.dataset.stored === undefined) {
-        // Nothing was stored: give the words and attachments back, so that a retry is one keystroke away.
+        // Nothing known to be stored: give the words and attachments back, so that a retry is one keystroke
+        // away, under the same key (the send may have arrived and only its answer been lost).
         mine.remove();
         if (this.#input.value === '') this.#input.value = text;
-        if (this.#pending.length === 0) {
-          this.#pending = attachments;
-          this.#pendingList.append(...attachments.map((p) => p.chip));
-        }
+        this.#pending = [...attachments, ...this.#pending];
+        this.#pendingList.prepend(...attachments.map((p) => p.chip));
+        this.#draft = { text, attachments, idempotencyKey };
       }
       this.#fail(err);
     } finally {
-      if (!life.aborted) {
-        this.#busy = false;
-        this.#log.removeAttribute('aria-busy');
-        if (this.#ended === null) {
-          this.#setEnabled(true);
-          this.#idle.restart();
-        }
-      }
+      if (!life.aborted) this.#turnEnded();
     }
   }
 
@@ -464,6 +570,11 @@ export class ParleyChat extends HTMLElement {
           turnId = ev.data.turn_id;
           mine.dataset.stored = '';
           if (ev.data.user_message) mine.dataset.id = ev.data.user_message.id;
+          this.#turn = {
+            conversation: this.#conversationKey,
+            turnId,
+            userMessageId: ev.data.user_message?.id ?? mine.dataset.id,
+          };
           // Screen readers hear the reply once it is complete, not word by word.
           this.#log.setAttribute('aria-busy', 'true');
           break;
@@ -555,7 +666,10 @@ export class ParleyChat extends HTMLElement {
     if (!conv) return;
     try {
       await conv.terminate();
+      // A reply still arriving is not followed further: the conversation is over.
       this.#life.abort();
+      this.#busy = false;
+      this.#turn = null;
       this.#showEnded('closed');
       const first = this.#feedbackSlot.querySelector<HTMLInputElement>('input');
       (first ?? this.#log).focus();
