@@ -4,7 +4,7 @@
 // a tool turn replays in the order it streamed live, in both families; bad event ids and unknown turns are
 // refused before a stream starts.
 import assert from 'node:assert/strict';
-import { after, describe, test } from 'node:test';
+import { after, describe, type TestContext, test } from 'node:test';
 import { Agent, request } from 'undici';
 import { openConversation, publicPath } from '../helpers/conversations.ts';
 import { assertError, buildSessionApp, createSession, useSessionApp } from '../helpers/sessions.ts';
@@ -37,6 +37,23 @@ async function open(method: 'GET' | 'POST', path: string, headers: Record<string
 
 const events = (session: string) => `/v1/agents/sessions/${session}/turns`;
 const longText = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+
+/** An app of its own whose agent `toolbot` calls a tool receiver, listening, with a session of it. */
+async function toolApp(c: TestContext) {
+  const receiver = await startToolReceiver(c);
+  const app = await buildSessionApp({}, [toolAgent(receiver.url)]);
+  c.after(() => app.close());
+  const url = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  const headers = { 'x-api-key': app.apiKey };
+  const created = await request(`${url}/v1/agents/toolbot/sessions`, {
+    method: 'POST',
+    dispatcher,
+    headers: { ...headers, 'content-type': 'application/json' },
+    body: '{}',
+  });
+  const { id } = (await created.body.json()) as { id: string };
+  return { app, receiver, url, headers, id };
+}
 
 /** Checks that `resumed` tells exactly what `full` tells after `prefix`: nothing again, nothing missing. */
 function assertRest(prefix: readonly SseEvent[], resumed: readonly SseEvent[], full: readonly SseEvent[]) {
@@ -127,20 +144,7 @@ describe('a finished turn', () => {
 
 describe('a tool turn', () => {
   test('replays in the order it streamed live: step text, tool events, then the rest of the reply', async (c) => {
-    const receiver = await startToolReceiver(c);
-    const app = await buildSessionApp({}, [{ ...toolAgent(receiver.url), expose_tools: false }]);
-    c.after(() => app.close());
-    const url = await app.app.listen({ port: 0, host: '127.0.0.1' });
-    const headers = { 'x-api-key': app.apiKey };
-    const session = await (
-      await request(`${url}/v1/agents/toolbot/sessions`, {
-        method: 'POST',
-        dispatcher,
-        headers: { ...headers, 'content-type': 'application/json' },
-        body: '{}',
-      })
-    ).body.json();
-    const id = (session as { id: string }).id;
+    const { app, url, headers, id } = await toolApp(c);
     const content = `Two steps: ${recordDirective('a')} ${recordDirective('b')} [[tool@2:record {"value":"c"}]]`;
     const liveRes = await request(`${url}/v1/agents/sessions/${id}/messages/stream`, {
       method: 'POST',
@@ -243,18 +247,7 @@ describe('a failed turn', () => {
 
 describe('a resume of a running turn with nothing new yet', () => {
   test('is answered at once, and follows the turn when it goes on', async (c) => {
-    const receiver = await startToolReceiver(c);
-    const app = await buildSessionApp({}, [toolAgent(receiver.url)]);
-    c.after(() => app.close());
-    const url = await app.app.listen({ port: 0, host: '127.0.0.1' });
-    const headers = { 'x-api-key': app.apiKey };
-    const created = await request(`${url}/v1/agents/toolbot/sessions`, {
-      method: 'POST',
-      dispatcher,
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: '{}',
-    });
-    const { id } = (await created.body.json()) as { id: string };
+    const { receiver, url, headers, id } = await toolApp(c);
     receiver.hold();
     const called = receiver.nextRequest();
     const liveRes = await request(`${url}/v1/agents/sessions/${id}/messages/stream`, {
@@ -320,18 +313,7 @@ describe('a chat turn (AI SDK)', () => {
 
 describe('parallel tool calls answered out of order', () => {
   test('replay their results in the order they were committed and streamed, not in the order they were asked', async (c) => {
-    const receiver = await startToolReceiver(c);
-    const app = await buildSessionApp({}, [toolAgent(receiver.url)]);
-    c.after(() => app.close());
-    const url = await app.app.listen({ port: 0, host: '127.0.0.1' });
-    const headers = { 'x-api-key': app.apiKey };
-    const created = await request(`${url}/v1/agents/toolbot/sessions`, {
-      method: 'POST',
-      dispatcher,
-      headers: { ...headers, 'content-type': 'application/json' },
-      body: '{}',
-    });
-    const { id } = (await created.body.json()) as { id: string };
+    const { receiver, url, headers, id } = await toolApp(c);
     // The first call's answer waits until the three others were answered.
     receiver.hold((r) => inputValue(r.body?.input) === 'a');
     const content = ['a', 'b', 'c', 'd'].map(recordDirective).join(' ');
