@@ -9,13 +9,13 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { TurnObserver } from '../actors/operation-context.ts';
 import type { SendResult } from '../actors/session-service.ts';
-import { AppError } from '../errors.ts';
+import type { AppError } from '../errors.ts';
 import type { StopReason } from '../store/store.ts';
 import { chatRequest, chatSend, uiMessageStreamResponse } from './chat-schemas.ts';
 import type { SendFamily, SendOptions } from './message-routes.ts';
 import { idempotencyHeaders, turnErrors } from './message-schemas.ts';
 import { authErrors } from './schemas.ts';
-import { streamedError } from './turn-events.ts';
+import { asAppError, streamedError } from './turn-events.ts';
 import type { LiveTurns } from './turn-log.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
@@ -152,8 +152,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
       },
       (err: unknown) => {
         if (!started) return reject(err);
-        const error =
-          err instanceof AppError ? err : new AppError('internal_error', undefined, { cause: err });
+        const error = asAppError(err);
         if (error.statusCode >= 500) options.log.error({ err: error }, 'chat turn failed');
         options.turns.finish(live, { error });
         chunks.fail(error);

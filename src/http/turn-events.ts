@@ -36,10 +36,6 @@ export class TurnEventWriter {
     this.#startSent = options.after !== null;
   }
 
-  get done(): boolean {
-    return this.#done;
-  }
-
   /** Sends what the log holds beyond what was sent; merges text while the reader is behind. */
   pump(): void {
     const log = this.#log;
