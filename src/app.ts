@@ -33,8 +33,9 @@ import { operationsRoutes } from './http/operations.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
 import { requireDeclaredSessions } from './http/route-config.ts';
 import { LiveTurns } from './http/turn-log.ts';
-import { nulIssues, validatorCompiler } from './http/validation.ts';
+import { nulIssues, prototypeKeyIssues, validatorCompiler } from './http/validation.ts';
 import { widgetRoutes } from './http/widget-routes.ts';
+import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
@@ -43,12 +44,16 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The session actors of this process (tests passivate and inspect them). */
     sessionHost: SessionHost;
+    /** What the start-up summary tells (src/startup.ts); the key hint is known once the app is ready. */
+    startup: StartupFacts;
   }
 }
 
 export interface AppDependencies {
   /** A store the caller owns (tests); otherwise one is opened from the config and closed with the app. */
   store?: Store;
+  /** The caller prints the start-up facts (app.startup) on a terminal itself: no JSON hint is logged then. */
+  terminal?: boolean;
 }
 
 /** One provider per agent, as its catalogue entry asks. */
@@ -228,9 +233,18 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
-    parseJson(request, typeof body === 'string' ? body : body.toString('utf8'), (err, value) => {
-      if (err)
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    parseJson(request, text, (err, value) => {
+      if (err) {
+        // Valid JSON refused for a prototype key is a 422 at that key, not `json_invalid`.
+        const proto = prototypeKeyIssues(text);
+        if (proto) return done(new ValidationError(proto), undefined);
         return done(ValidationError.at(['body'], `Invalid JSON: ${err.message}`, 'json_invalid'), undefined);
+      }
+      // Every JSON body is an object; `null` is not "no fields" (an absent body is), as the document says.
+      if (value === null) {
+        return done(ValidationError.at(['body'], 'Input should be an object', 'dict_type'), undefined);
+      }
       // Text with U+0000 is refused wherever it sits, before any route reads it (PostgreSQL cannot store it).
       const nul = nulIssues(value, 'body');
       if (nul.length > 0) return done(new ValidationError(nul), undefined);
@@ -296,9 +310,16 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
   await app.register(widgetRoutes);
+  const startup: StartupFacts = {
+    store: describeStore(config),
+    agents: [...catalogue.keys()],
+    demo: config.demo && catalogue.has(DEMO_AGENT),
+    keyHint: null,
+  };
+  app.decorate('startup', startup);
   if (config.demo) {
     // The page talks to the `demo` agent: without one there is nothing to show.
-    if (catalogue.has(DEMO_AGENT)) await app.register(demoRoutes, { store, sessions, tokens, redis });
+    if (startup.demo) await app.register(demoRoutes, { store, sessions, tokens, redis });
     else
       app.log.warn(`PARLEY_DEMO is on, but the catalogue has no agent "${DEMO_AGENT}": /demo is not served.`);
   }
@@ -311,10 +332,14 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       app.log.warn(`PARLEY_BOOTSTRAP_API_KEY is the revoked key ${bootstrapKey.id}; it stays revoked.`);
     }
     if ((await store.countActiveApiKeys()) === (await demoKeyCount(store))) {
-      app.log.warn(
-        'No API key exists yet. Create one with: npm run parley -- tenants create default && ' +
-          'npm run parley -- keys create --tenant default --agents "*" (or start with PARLEY_BOOTSTRAP_API_KEY set).',
-      );
+      startup.keyHint = keyHintCommand(config, (await store.getTenant('default')) !== null);
+      if (!deps.terminal) {
+        // The command is a field of its own too, for `jq -r .command`: the message's JSON escapes none of it.
+        app.log.warn(
+          { command: startup.keyHint },
+          `No API key exists yet. Create one with: ${startup.keyHint} (or start with PARLEY_BOOTSTRAP_API_KEY set).`,
+        );
+      }
     }
   });
   app.addHook('onReady', async () => {

@@ -1,4 +1,5 @@
-// The `parley` command: serve, migrate, and manage tenants and API keys against the configured store.
+// The `parley` command: serve, migrate, and manage tenants and API keys against the configured store. Data
+// goes to stdout (tab-separated with a header row, or JSON with --json), notes and errors to stderr.
 import { parseArgs } from 'node:util';
 import { agentIdSchema } from './agents/agent-id.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from './auth/api-keys.ts';
@@ -7,8 +8,9 @@ import { newId } from './ids.ts';
 import { isMainModule } from './main-module.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
+import { VERSION } from './version.ts';
 
-const usage = `Usage: parley <command>
+const usage = `Usage: parley <command> [--json]
 
   serve                                     start the service (same as npm start)
   migrate                                   apply pending database migrations
@@ -17,6 +19,9 @@ const usage = `Usage: parley <command>
   keys create --tenant T [--agents a,b|*]   create an API key (printed once) for agents a and b, or all
   keys list [--tenant T]                    list API keys (never the keys themselves)
   keys revoke <key_id>                      revoke an API key
+
+  --json                                    print data as JSON (lists as arrays) instead of text
+  --version                                 print the version
 `;
 
 class UsageError extends Error {}
@@ -37,17 +42,28 @@ function parseAgents(value: string | undefined): string[] {
   return ids;
 }
 
+/** Rows as tab-separated lines under a header row. */
+function table(header: string[], rows: string[][]): string[] {
+  return [header, ...rows].map((cells) => cells.join('\t'));
+}
+
 async function run(
   store: Store,
   command: string[],
-  values: { name?: string; tenant?: string; agents?: string },
+  values: { name?: string; tenant?: string; agents?: string; json?: boolean },
 ) {
   const [group, action, arg] = command;
   const out = (line: string) => process.stdout.write(`${line}\n`);
   const note = (line: string) => process.stderr.write(`${line}\n`);
+  /** Prints `data` as JSON with --json, else `text`'s lines. */
+  const print = (data: unknown, text: () => string[]) => {
+    if (values.json) out(JSON.stringify(data, null, 2));
+    else for (const line of text()) out(line);
+  };
 
   if (group === 'migrate') {
-    out(`Schema at version ${await store.migrate()}.`);
+    const version = await store.migrate();
+    print({ schema_version: version }, () => [`Schema at version ${version}.`]);
     return;
   }
   await store.migrate();
@@ -57,9 +73,17 @@ async function run(
       throw new UsageError('tenants create needs an id of a-z, 0-9, _ and -');
     if (await store.getTenant(arg)) throw new UsageError(`Tenant "${arg}" already exists.`);
     const tenant = await store.createTenant(arg, values.name ?? arg);
-    out(`Created tenant ${tenant.id}.`);
+    // A note, not data: `KEY=$(parley tenants create t && parley keys create --tenant t)` captures the key alone.
+    note(`Created tenant ${tenant.id}.`);
+    if (values.json) out(JSON.stringify(tenant, null, 2));
   } else if (group === 'tenants' && action === 'list') {
-    for (const t of await store.listTenants()) out(`${t.id}\t${t.name}\t${t.created_at}`);
+    const tenants = await store.listTenants();
+    print(tenants, () =>
+      table(
+        ['ID', 'NAME', 'CREATED'],
+        tenants.map((t) => [t.id, t.name, t.created_at]),
+      ),
+    );
   } else if (group === 'keys' && action === 'create') {
     if (!values.tenant) throw new UsageError('keys create needs --tenant');
     if (!(await store.getTenant(values.tenant))) {
@@ -79,16 +103,25 @@ async function run(
     note(
       `Created ${record.id} for tenant ${record.tenant_id} (agents: ${agents.join(',')}). It is shown only once:`,
     );
-    out(key);
+    print({ ...record, key }, () => [key]);
   } else if (group === 'keys' && action === 'list') {
-    for (const k of await store.listApiKeys(values.tenant)) {
-      const state = k.revoked_at ? `revoked ${k.revoked_at}` : 'active';
-      out(`${k.id}\t${k.tenant_id}\t${k.prefix}\t${k.agents.join(',')}\t${state}`);
-    }
+    const keys = await store.listApiKeys(values.tenant);
+    print(keys, () =>
+      table(
+        ['ID', 'TENANT', 'PREFIX', 'AGENTS', 'STATE'],
+        keys.map((k) => [
+          k.id,
+          k.tenant_id,
+          k.prefix,
+          k.agents.join(','),
+          k.revoked_at ? `revoked ${k.revoked_at}` : 'active',
+        ]),
+      ),
+    );
   } else if (group === 'keys' && action === 'revoke') {
     if (!arg) throw new UsageError('keys revoke needs a key id');
     if (!(await store.revokeApiKey(arg))) throw new UsageError(`No active key "${arg}".`);
-    out(`Revoked ${arg}.`);
+    print({ id: arg, revoked: true }, () => [`Revoked ${arg}.`]);
   } else {
     throw new UsageError(group ? `Unknown command: ${command.join(' ')}` : 'No command given.');
   }
@@ -118,6 +151,10 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(usage);
     return 0;
   }
+  if (parsed.values.version) {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
   if (parsed.positionals[0] === 'serve') {
     const { serve } = await import('./server.ts');
     await serve();
@@ -139,7 +176,9 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`${err.message}\n`);
       return 1;
     }
-    throw err;
+    // Anything else (a store that fails, say) is one line too, and a non-zero exit for scripts.
+    process.stderr.write(`parley: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
   } finally {
     await store?.close();
   }
@@ -153,7 +192,9 @@ function parse(argv: string[]) {
       name: { type: 'string' },
       tenant: { type: 'string' },
       agents: { type: 'string' },
+      json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
     },
   });
 }

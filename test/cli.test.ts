@@ -1,12 +1,16 @@
 // The `parley` CLI run as a real process against a fresh SQLite data directory: what an operator types,
 // what they read back (stdout for data, stderr for notes and errors) and the exit codes scripts rely on.
 import assert from 'node:assert/strict';
-import { symlink } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { readFile, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { VERSION } from '../src/version.ts';
 import { projectRoot } from '../support/processes.ts';
 import {
   binEntry,
+  cleanEnv,
   killLeftoverChildren,
   lines,
   projectCopyWithSpace,
@@ -39,10 +43,17 @@ async function createKey(dataDir: string, tenant: string, agents?: string) {
   return { key, id };
 }
 
+/** A list's rows below its header row, which must be `header`. */
+function rowsUnder(header: string, stdout: string): string[] {
+  const [first, ...rows] = lines(stdout);
+  assert.equal(first, header);
+  return rows;
+}
+
 /** `keys list` as rows of id, tenant, prefix, agents, state. */
 async function listKeys(dataDir: string, args: string[] = []) {
   const result = await ok(dataDir, ['keys', 'list', ...args]);
-  return lines(result.stdout).map((line) => {
+  return rowsUnder('ID\tTENANT\tPREFIX\tAGENTS\tSTATE', result.stdout).map((line) => {
     const [id, tenant, prefix, agents, state] = line.split('\t');
     return { id, tenant, prefix, agents, state, line };
   });
@@ -62,10 +73,12 @@ describe('parley tenants', { concurrency: 4 }, () => {
   test('a tenant created with a name is shown by tenants list with that name', async (t) => {
     const dataDir = await tempDir(t);
     const created = await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
-    assert.match(created.stdout, /acme/);
+    // A note on stderr: stdout stays for data, so that a chain with keys create captures the key alone.
+    assert.match(created.stderr, /Created tenant acme/);
+    assert.equal(created.stdout, '');
 
     const listed = await ok(dataDir, ['tenants', 'list']);
-    const rows = lines(listed.stdout).map((line) => line.split('\t'));
+    const rows = rowsUnder('ID\tNAME\tCREATED', listed.stdout).map((line) => line.split('\t'));
     assert.equal(rows.length, 1);
     assert.equal(rows[0]?.[0], 'acme');
     assert.equal(rows[0]?.[1], 'Acme Inc');
@@ -83,7 +96,7 @@ describe('parley tenants', { concurrency: 4 }, () => {
     // The failed attempt must not have renamed or duplicated the tenant.
     const listed = await ok(dataDir, ['tenants', 'list']);
     assert.deepEqual(
-      lines(listed.stdout).map((line) => line.split('\t').slice(0, 2)),
+      rowsUnder('ID\tNAME\tCREATED', listed.stdout).map((line) => line.split('\t').slice(0, 2)),
       [['acme', 'Acme Inc']],
     );
   });
@@ -312,7 +325,7 @@ describe('where the CLI is started from', { concurrency: 4 }, () => {
     const shim = { script: binEntry, cwd: dataDir, nodeArgs: [] };
     const listed = await runCli(dataDir, ['tenants', 'list'], shim);
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, /^acme\tAcme Inc\t/);
+    assert.match(listed.stdout, /^ID\tNAME\tCREATED\nacme\tAcme Inc\t/);
 
     const unknown = await runCli(dataDir, ['frobnicate'], shim);
     assert.equal(unknown.code, 2);
@@ -337,5 +350,86 @@ describe('where the CLI is started from', { concurrency: 4 }, () => {
     const result = await runCli(dataDir, ['migrate'], { script: join(root, 'src', 'cli.ts'), cwd: root });
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stdout, /^Schema at version \d+\.\n$/);
+  });
+});
+
+describe('parley --json and --version', { concurrency: 4 }, () => {
+  test('--json prints the lists as JSON arrays of records, with no header row', async (t) => {
+    const dataDir = await tempDir(t);
+    await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
+    const { id } = await createKey(dataDir, 'acme', 'support');
+
+    const tenants = JSON.parse((await ok(dataDir, ['tenants', 'list', '--json'])).stdout);
+    assert.equal(tenants.length, 1);
+    assert.deepEqual({ id: tenants[0].id, name: tenants[0].name }, { id: 'acme', name: 'Acme Inc' });
+    assert.match(tenants[0].created_at, /^\d{4}-\d\d-\d\dT/);
+
+    await ok(dataDir, ['keys', 'revoke', id]);
+    const keys = JSON.parse((await ok(dataDir, ['keys', 'list', '--json'])).stdout);
+    assert.equal(keys.length, 1);
+    assert.equal(keys[0].id, id);
+    assert.equal(keys[0].tenant_id, 'acme');
+    assert.deepEqual(keys[0].agents, ['support']);
+    assert.match(keys[0].revoked_at, /^\d{4}-\d\d-\d\dT/);
+    assert.equal(keys[0].key, undefined);
+  });
+
+  test('keys create --json prints the key with its record, and tenants create --json the tenant', async (t) => {
+    const dataDir = await tempDir(t);
+    const tenant = JSON.parse((await ok(dataDir, ['tenants', 'create', 'acme', '--json'])).stdout);
+    assert.equal(tenant.id, 'acme');
+    const created = await ok(dataDir, ['keys', 'create', '--tenant', 'acme', '--json']);
+    const record = JSON.parse(created.stdout);
+    assert.match(record.key, keyPattern);
+    assert.match(record.id, /^key_/);
+    assert.deepEqual(record.agents, ['*']);
+    assert.equal(record.hash, undefined, 'the stored hash is not printed');
+    assert.deepEqual(
+      (await listKeys(dataDir)).map((row) => row.id),
+      [record.id],
+    );
+  });
+
+  test('an empty list still prints its header row, and [] with --json', async (t) => {
+    const dataDir = await tempDir(t);
+    assert.equal((await ok(dataDir, ['keys', 'list'])).stdout, 'ID\tTENANT\tPREFIX\tAGENTS\tSTATE\n');
+    assert.deepEqual(JSON.parse((await ok(dataDir, ['tenants', 'list', '--json'])).stdout), []);
+  });
+
+  test('--version prints the version of package.json and nothing else', async (t) => {
+    const dataDir = await tempDir(t);
+    const manifest = JSON.parse(await readFile(join(projectRoot, 'package.json'), 'utf8'));
+    const result = await ok(dataDir, ['--version']);
+    assert.equal(result.stdout, `${manifest.version}\n`);
+    assert.equal(VERSION, manifest.version);
+    assert.equal(result.stderr, '');
+  });
+
+  test('an error is a line on stderr and a non-zero exit, with nothing on stdout, also with --json', async (t) => {
+    const dataDir = await tempDir(t);
+    const result = await runCli(dataDir, ['keys', 'revoke', 'key_nothing', '--json']);
+    assert.equal(result.code, 2);
+    assert.equal(result.stdout, '');
+    assert.match(result.stderr, /No active key "key_nothing"/);
+  });
+});
+
+describe('parley run as npx parley from the project', () => {
+  const npx = (args: string[], dataDir: string) =>
+    promisify(execFile)('npx', ['parley', ...args], {
+      cwd: projectRoot,
+      env: cleanEnv({ PARLEY_DATA_DIR: dataDir }),
+      timeout: 60_000,
+    });
+
+  test('it runs the bin of the project itself and prints only the data on stdout, no npm banner', async (t) => {
+    const dataDir = await tempDir(t);
+    const version = await npx(['--version'], dataDir);
+    assert.equal(version.stdout, `${VERSION}\n`);
+
+    await npx(['tenants', 'create', 'acme'], dataDir);
+    const created = await npx(['keys', 'create', '--tenant', 'acme'], dataDir);
+    assert.match(created.stdout, /^pk_[0-9A-Za-z]{43}\n$/);
+    assert.doesNotMatch(created.stderr, /> parley@/);
   });
 });

@@ -51,7 +51,10 @@ async function ok(dataDir: string, args: string[]) {
 }
 
 async function keyRows(dataDir: string) {
-  return lines((await ok(dataDir, ['keys', 'list'])).stdout).map((line) => line.split('\t'));
+  // Below the header row.
+  return lines((await ok(dataDir, ['keys', 'list'])).stdout)
+    .slice(1)
+    .map((line) => line.split('\t'));
 }
 
 /** Runs the service until it exits by itself (it should, quickly, on bad configuration). */

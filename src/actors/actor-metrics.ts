@@ -1,5 +1,5 @@
-// Metrics of the session runtime: resident actors, activations, passivations, turns and their latency,
-// and the model providers' latency. Registered on the app's own registry (see http/metrics.ts).
+// Metrics of the session runtime: resident actors, activations, passivations, turns and their latency (also
+// by agent, with tokens and time to first token), and the model providers' latency. Registered on the app's own registry (see http/metrics.ts).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -36,6 +36,25 @@ export function createActorMetrics(registry: Registry) {
       name: 'parley_turns_total',
       help: 'Turns (sends and runs), by outcome',
       labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    agentTurns: new Counter({
+      name: 'parley_agent_turns_total',
+      help: 'Turns (sends and runs), by agent and outcome',
+      labelNames: ['agent', 'outcome'] as const,
+      registers: [registry],
+    }),
+    tokens: new Counter({
+      name: 'parley_tokens_total',
+      help: "Model tokens of turns' replies as the provider counted them, by agent and direction (input, output)",
+      labelNames: ['agent', 'direction'] as const,
+      registers: [registry],
+    }),
+    timeToFirstToken: new Histogram({
+      name: 'parley_time_to_first_token_seconds',
+      help: "Time from the start of a turn to the first text of the model's reply, by agent",
+      labelNames: ['agent'] as const,
+      buckets: latencyBuckets,
       registers: [registry],
     }),
     turnDuration: new Histogram({

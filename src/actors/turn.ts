@@ -76,6 +76,10 @@ export async function runTurn(
   let turnId = op.id;
   /** The turn's messages once stored; null while they are not. */
   let stored: MessageRecord[] | null = null;
+  const counted = (outcome: string) => {
+    metrics.turns.inc({ outcome });
+    metrics.agentTurns.inc({ agent: agent.id, outcome });
+  };
 
   const earlier = idempotency ? (await currentLookup(store, context.entry, idempotency)).attempt : null;
   if (earlier?.state === 'finished') return replayOf(earlier);
@@ -118,7 +122,7 @@ export async function runTurn(
     stored = result.messages;
     const last = stored.at(-1);
     if (authored && last) {
-      metrics.turns.inc({ outcome: 'stored' });
+      counted('stored');
       context.observer?.started(turnId, last, null);
       return { turn_id: turnId, agent_message: publicMessage(last), usage: null, replayed: false };
     }
@@ -128,12 +132,17 @@ export async function runTurn(
 
   let reply: StepsReply;
   try {
-    const ask = await modelCaller(deps, context, agent, provider, system);
+    const ask = firstTokenTimed(
+      deps,
+      agent,
+      started,
+      await modelCaller(deps, context, agent, provider, system),
+    );
     // A retried turn goes on from the steps its earlier attempt committed.
     const resumed = earlier?.state === 'started' ? await store.turnToolCalls(session.id, turnId) : [];
     reply = await runSteps(deps, context, { agent, turnId, ask, resumed });
   } catch (err) {
-    metrics.turns.inc({ outcome: err instanceof AppError ? err.code : 'error' });
+    counted(err instanceof AppError ? err.code : 'error');
     throw err;
   }
   const at = new Date().toISOString();
@@ -164,9 +173,29 @@ export async function runTurn(
     ...activity(at, ttlMs, false),
     ...(idempotency ? { idempotencyResponse: keyAnswer(idempotency, agentMessage) } : {}),
   });
-  metrics.turns.inc({ outcome: 'replied' });
+  counted('replied');
+  metrics.tokens.inc({ agent: agent.id, direction: 'input' }, reply.usage.input_tokens);
+  metrics.tokens.inc({ agent: agent.id, direction: 'output' }, reply.usage.output_tokens);
   metrics.turnDuration.observe((performance.now() - started) / 1000);
   return { turn_id: turnId, agent_message: agentMessage, usage: reply.usage, replayed: false };
+}
+
+/** `ask`, observing the time from the turn's start to its first text, whichever step writes it. */
+function firstTokenTimed(
+  deps: OperationDeps,
+  agent: AgentConfig,
+  started: number,
+  ask: StepModel,
+): StepModel {
+  let seen = false;
+  return (steps, tools, onDelta) =>
+    ask(steps, tools, (text) => {
+      if (!seen && text !== '') {
+        seen = true;
+        deps.metrics.timeToFirstToken.observe({ agent: agent.id }, (performance.now() - started) / 1000);
+      }
+      onDelta(text);
+    });
 }
 
 /** The system prompt of the session's turns: the agent's instructions, its context and its user's details. */

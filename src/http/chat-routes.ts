@@ -14,6 +14,7 @@ import type { StopReason } from '../store/store.ts';
 import { chatRequest, chatSend, uiMessageStreamResponse } from './chat-schemas.ts';
 import type { SendFamily, SendOptions } from './message-routes.ts';
 import { idempotencyHeaders, turnErrors } from './message-schemas.ts';
+import { countOpenStream } from './metrics.ts';
 import { authErrors } from './schemas.ts';
 import { asAppError, streamedError } from './turn-events.ts';
 import type { LiveTurns } from './turn-log.ts';
@@ -109,6 +110,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
       });
       // Hop-by-hop, and the server's to say: while draining it answers `connection: close` (connection-drain.ts).
       response.headers.delete('connection');
+      countOpenStream(reply, 'chat');
       resolve(reply.send(response));
     };
     const observer: TurnObserver = {

@@ -12,9 +12,8 @@ const frameworkCodes: Record<string, ErrorCode> = {
   FST_ERR_NOT_FOUND: 'not_found',
 };
 
-/** Multipart count limits: the body is refused for its shape, not its bytes. */
+/** Multipart count limits: the body is refused as too large. */
 const partLimits: Record<string, string> = {
-  FST_FILES_LIMIT: 'Send one file per request.',
   FST_PARTS_LIMIT: 'Too many parts in the multipart body.',
   FST_FIELDS_LIMIT: 'Too many fields in the multipart body.',
 };
@@ -52,9 +51,16 @@ function isMultipart(request: FastifyRequest): boolean {
 /** Turns anything thrown into an AppError or a ValidationError; unknown errors become `internal_error`. */
 export function classify(error: FastifyError, request: FastifyRequest): AppError | ValidationError {
   if (error instanceof AppError || error instanceof ValidationError) return error;
+  // A method Fastify reads a body for (QUERY) without Content-Type fails before the 404 handler: no route
+  // takes it, so it is the 404 every unknown method gets, not a 400.
+  if (error.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404) return noRoute(request);
   const code = error.code ? frameworkCodes[error.code] : undefined;
   if (error.code && malformedParts[error.code]) {
     return ValidationError.at(['body'], malformedParts[error.code], 'multipart_invalid');
+  }
+  // A second file is a body of the wrong shape (the schema takes one `file` part), not a large one.
+  if (error.code === 'FST_FILES_LIMIT') {
+    return ValidationError.at(['body', 'file'], 'Send one file per request', 'too_long');
   }
   if (error.code && partLimits[error.code]) {
     return new AppError('payload_too_large', partLimits[error.code], { cause: error });
@@ -110,12 +116,13 @@ export function registerErrorHandling(app: FastifyInstance) {
 
 /** The 404 of an unknown route; a scope may install it again so that its own hooks (CORS) run first. */
 export function notFound(request: FastifyRequest, reply: FastifyReply) {
-  return sendError(
-    reply,
-    new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`, {
-      context: { method: request.method },
-    }),
-  );
+  return sendError(reply, noRoute(request));
+}
+
+function noRoute(request: FastifyRequest): AppError {
+  return new AppError('not_found', `No route ${request.method} ${request.url.split('?')[0]}.`, {
+    context: { method: request.method },
+  });
 }
 
 /** For errors Fastify raises before routing (a malformed URL): no hooks ran, so set the request id here. */

@@ -146,7 +146,8 @@ export const filesRoutes: FastifyPluginAsyncZod<{
           200: {
             description: 'The bytes',
             content: {
-              'application/octet-stream': {
+              // Served with the file's own media type (its mime_type), whatever that is.
+              '*/*': {
                 schema: z.custom<Buffer>().meta({ type: 'string', format: 'binary' }),
               },
             },

@@ -9,12 +9,14 @@ import { turnEventSchema } from './stream-events.ts';
 export const MAX_TEXT = 32_000;
 export const MAX_BLOCKS = 16;
 
+const blockFileId = z.string().min(1).max(200);
+
 /** A content block; without `type`, a block with `text` is text and one with `file_id` is a file. */
 export const contentBlockInput = z
   .strictObject({
     type: z.enum(['text', 'image', 'file']).optional(),
     text: text().min(1).max(MAX_TEXT).optional(),
-    file_id: z.string().min(1).max(200).optional(),
+    file_id: blockFileId.optional(),
   })
   .superRefine((block, ctx) => {
     const type =
@@ -35,6 +37,26 @@ export const contentBlockInput = z
   })
   .meta({ id: 'ContentBlockCreate' });
 
+/**
+ * contentBlockInput as the document states it: a union keyed on `type`, where `type` may be left out of a
+ * text block (`text` implies it) and a file block (`file_id` implies it). Exactly one branch matches a valid
+ * block. Validation stays contentBlockInput's, whose 422s name the missing or extra field; a test checks
+ * that both accept the same blocks.
+ */
+export const contentBlockDocumented = z
+  .union([
+    z.strictObject({
+      type: z.literal('text').optional().meta({ description: 'Implied by `text` when left out' }),
+      text: text().min(1).max(MAX_TEXT),
+    }),
+    z.strictObject({ type: z.literal('image'), file_id: blockFileId }),
+    z.strictObject({
+      type: z.literal('file').optional().meta({ description: 'Implied by `file_id` when left out' }),
+      file_id: blockFileId,
+    }),
+  ])
+  .meta({ description: 'A text block, an image or a file (by the id of an uploaded file)' });
+
 export const contentInput = z.union(
   [text().min(1).max(MAX_TEXT), z.array(contentBlockInput).min(1).max(MAX_BLOCKS)],
   { error: 'Input should be a string or a list of content blocks' },
@@ -46,7 +68,19 @@ export const messageRequest = z
     role: z.enum(['user', 'assistant']).default('user'),
     metadata: metadataSchema.nullable().optional(),
   })
-  .meta({ id: 'MessageCreate' });
+  .meta({
+    id: 'MessageCreate',
+    examples: [
+      { content: 'What are your opening hours?' },
+      {
+        content: [
+          { type: 'text', text: 'Is this the right part?' },
+          { type: 'image', file_id: 'file_8bq2n4k7x1' },
+        ],
+        metadata: { crm_ticket: 'T-1042' },
+      },
+    ],
+  });
 
 export type MessageRequest = z.infer<typeof messageRequest>;
 

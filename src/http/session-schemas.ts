@@ -12,7 +12,9 @@ export const userLookup = z
   .refine((u) => u.id !== undefined || u.reference !== undefined, {
     message: 'Give the user id, reference or both',
     params: { type: 'missing' },
-  });
+  })
+  // The refinement as the document states it: `{}` is refused.
+  .meta({ minProperties: 1 });
 
 export const contextSchema = jsonObject(16 * KiB);
 

@@ -8,6 +8,7 @@ import type { MessageView } from '../actors/public-message.ts';
 import type { SendResult } from '../actors/session-service.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
+import { countOpenStream } from './metrics.ts';
 import { SSE_HEADERS, SseStream } from './sse.ts';
 import { asAppError, type TurnEventsOptions, TurnEventWriter } from './turn-events.ts';
 import type { LiveTurns, TurnLog } from './turn-log.ts';
@@ -87,6 +88,7 @@ export function answerWithLog(
   if (options.after !== null) sse.comment('resumed');
   pump();
   reply.code(200).headers(SSE_HEADERS);
+  countOpenStream(reply, 'sse');
   if (replayed) reply.header('idempotent-replayed', 'true');
   return reply.send(sse);
 }

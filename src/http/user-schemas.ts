@@ -9,16 +9,25 @@ export const userReference = z
   .max(128)
   .regex(/^[a-zA-Z0-9_\-:.]+$/, 'Only letters, digits, _, -, : and . are allowed');
 
-export const userFields = z.strictObject({
-  reference: userReference.nullable().optional(),
-  name: text().min(1).max(200).nullable().optional(),
-  email: z.email().max(254).nullable().optional(),
-  phone: text().min(1).max(32).nullable().optional(),
-  metadata: metadataSchema.nullable().optional(),
-  info: jsonObject(8 * KiB)
-    .nullable()
-    .optional(),
-});
+/**
+ * zod's default email rule with each domain label also not ending in `-` (it accepted `a@b-.com`), so that
+ * the pattern the document shows is no looser than the `email` format it declares.
+ */
+export const emailPattern =
+  /^(?:[A-Za-z0-9_'+-]+\.)*[A-Za-z0-9_'+-]*[A-Za-z0-9_+-]@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,}$/;
+
+export const userFields = z
+  .strictObject({
+    reference: userReference.nullable().optional(),
+    name: text().min(1).max(200).nullable().optional(),
+    email: z.email({ pattern: emailPattern }).max(254).nullable().optional(),
+    phone: text().min(1).max(32).nullable().optional(),
+    metadata: metadataSchema.nullable().optional(),
+    info: jsonObject(8 * KiB)
+      .nullable()
+      .optional(),
+  })
+  .meta({ examples: [{ reference: 'crm-42', name: 'Ada Lovelace', email: 'ada@example.com' }] });
 
 export const userSchema = z
   .object({

@@ -161,7 +161,7 @@ export function nulIssues(data: unknown, httpPart: string): ValidationIssue[] {
 
 /**
  * Fastify validator compiler for zod schemas. An absent body counts as an empty object, so that
- * `POST …/terminate` with no body and `{}` mean the same.
+ * `POST …/terminate` with no body and `{}` mean the same (a JSON `null` was refused as it was parsed).
  */
 export const validatorCompiler: FastifySchemaCompiler<ZodType> =
   ({ schema, httpPart }) =>
@@ -176,3 +176,38 @@ export const validatorCompiler: FastifySchemaCompiler<ZodType> =
     if (result.success) return { value: result.data };
     return { error: new ValidationError(toValidationIssues(result.error.issues, input, httpPart ?? 'body')) };
   };
+
+export const PROTO_KEY_TYPE = 'key_forbidden';
+
+/**
+ * The 422 of a JSON body refused only for a `__proto__` key or a `constructor` key holding `prototype`
+ * (Fastify's parser refuses them so that no object can be given another prototype): the locations of
+ * those keys, or null when `body` is not valid JSON at all.
+ */
+export function prototypeKeyIssues(body: string): ValidationIssue[] | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  const issues: ValidationIssue[] = [];
+  const stack: [unknown, (string | number)[]][] = [[value, ['body']]];
+  for (let top = stack.pop(); top !== undefined && issues.length < MAX_NUL_PATHS; top = stack.pop()) {
+    const [node, loc] = top;
+    if (node === null || typeof node !== 'object') continue;
+    for (const [key, child] of Object.entries(node)) {
+      const forbidden =
+        key === '__proto__' ||
+        (key === 'constructor' && child !== null && typeof child === 'object' && 'prototype' in child);
+      if (forbidden) {
+        issues.push({
+          loc: [...loc, key],
+          msg: 'Keys named __proto__, or constructor holding prototype, are not accepted',
+          type: PROTO_KEY_TYPE,
+        });
+      } else stack.push([child, [...loc, Array.isArray(node) ? Number(key) : key]]);
+    }
+  }
+  return issues.length > 0 ? issues : null;
+}

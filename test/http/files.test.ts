@@ -90,12 +90,14 @@ describe('POST /v1/agents/files', () => {
     assert.equal(file.size, uploadLimit);
   });
 
-  it('answers 413 payload_too_large for a second file part', async () => {
+  it('answers 422 at ["body","file"] for a second file part (one file per request)', async () => {
     const form = fileForm('one', 'a.txt', 'text/plain');
     form.append('file', new Blob(['two'], { type: 'text/plain' }), 'b.txt');
     const res = await upload(form);
-    assert.equal(res.statusCode, 413);
-    assert.equal(res.json().error.code, 'payload_too_large');
+    assert.equal(res.statusCode, 422);
+    assert.deepEqual(res.json().detail, [
+      { loc: ['body', 'file'], msg: 'Send one file per request', type: 'too_long' },
+    ]);
   });
 
   it('answers 422 at ["body","file"] without a file part, and for an empty file', async () => {
