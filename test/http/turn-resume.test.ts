@@ -38,6 +38,20 @@ async function open(method: 'GET' | 'POST', path: string, headers: Record<string
 const events = (session: string) => `/v1/agents/sessions/${session}/turns`;
 const longText = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
 
+/** The test app's API key header (known once the app is built). */
+const keyHeader = () => ({ 'x-api-key': t.apiKey });
+
+/** A streamed turn of a new session of `agent` on the API-key route, read to its end. */
+async function streamedTurn(agent: string, content: string) {
+  const session = await createSession(t, agent);
+  const live = await (
+    await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, keyHeader(), {
+      content,
+    })
+  ).all();
+  return { session, live, turnId: String(live[0]?.data.turn_id) };
+}
+
 /** An app of its own whose agent `toolbot` calls a tool receiver, listening, with a session of it. */
 async function toolApp(c: TestContext) {
   const receiver = await startToolReceiver(c);
@@ -71,8 +85,8 @@ function assertRest(prefix: readonly SseEvent[], resumed: readonly SseEvent[], f
 
 describe('a stream dropped after its third event', () => {
   test('resumed with Last-Event-ID while the turn runs, it gets exactly the remaining events', async () => {
+    const headers = keyHeader();
     const session = await createSession(t, 'slow');
-    const headers = { 'x-api-key': t.apiKey };
     const first = await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, {
       content: longText,
     });
@@ -98,14 +112,8 @@ describe('a stream dropped after its third event', () => {
 
 describe('a finished turn', () => {
   test('every one of its events is a place to resume from with ?after=, and after the last nothing follows', async () => {
-    const session = await createSession(t, 'demo');
-    const headers = { 'x-api-key': t.apiKey };
-    const live = await (
-      await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, {
-        content: 'Hi there',
-      })
-    ).all();
-    const turnId = String(live[0]?.data.turn_id);
+    const headers = keyHeader();
+    const { session, live, turnId } = await streamedTurn('demo', 'Hi there');
     for (let i = 0; i < live.length; i++) {
       const id = String(live[i]?.id);
       const res = await open(
@@ -121,13 +129,8 @@ describe('a finished turn', () => {
   });
 
   test('without a position it is told whole, as it streamed', async () => {
-    const session = await createSession(t, 'demo');
-    const headers = { 'x-api-key': t.apiKey };
-    const live = await (
-      await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, {
-        content: 'Once more',
-      })
-    ).all();
+    const headers = keyHeader();
+    const { session, live } = await streamedTurn('demo', 'Once more');
     const replay = await (
       await open('GET', `${events(session.id)}/${String(live[0]?.data.turn_id)}/events`, headers)
     ).all();
@@ -199,8 +202,8 @@ describe('a tool turn', () => {
 
 describe('more than fits a stream buffer', () => {
   test('a turn whose events are larger than 16 KiB replays whole, as an idempotent replay and as a resume', async () => {
+    const headers = keyHeader();
     const session = await createSession(t, 'demo');
-    const headers = { 'x-api-key': t.apiKey };
     const path = `/v1/agents/sessions/${session.id}/messages/stream`;
     const body = { content: 'x'.repeat(20_000) };
     const key = { 'idempotency-key': 'large-1' };
@@ -218,16 +221,10 @@ describe('more than fits a stream buffer', () => {
 
 describe('a failed turn', () => {
   test('resumed on the process that ran it, it ends in its own error, and after that error nothing follows', async () => {
-    const session = await createSession(t, 'demo');
-    const headers = { 'x-api-key': t.apiKey };
-    const live = await (
-      await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, {
-        content: '[[fail]]',
-      })
-    ).all();
+    const headers = keyHeader();
+    const { session, live, turnId } = await streamedTurn('demo', '[[fail]]');
     const failed = live.at(-1);
     assert.equal(failed?.event, 'turn.failed');
-    const turnId = String(live[0]?.data.turn_id);
     const rest = await (
       await open('GET', `${events(session.id)}/${turnId}/events`, {
         ...headers,
@@ -341,13 +338,9 @@ describe('parallel tool calls answered out of order', () => {
 
 describe('refusals before a stream starts', () => {
   test('an unknown turn, or a turn of another session, is 404 turn_not_found', async () => {
-    const session = await createSession(t, 'demo');
+    const headers = keyHeader();
+    const { session, turnId } = await streamedTurn('demo', 'Hello');
     const other = await createSession(t, 'demo');
-    const headers = { 'x-api-key': t.apiKey };
-    const live = await (
-      await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, { content: 'Hello' })
-    ).all();
-    const turnId = String(live[0]?.data.turn_id);
     for (const path of [
       `${events(session.id)}/turn_unknown/events`,
       `${events(other.id)}/${turnId}/events`,
@@ -357,12 +350,8 @@ describe('refusals before a stream starts', () => {
   });
 
   test('an event id that does not name the turn is 422 at the header or the query', async () => {
-    const session = await createSession(t, 'demo');
-    const headers = { 'x-api-key': t.apiKey };
-    const live = await (
-      await open('POST', `/v1/agents/sessions/${session.id}/messages/stream`, headers, { content: 'Hello' })
-    ).all();
-    const turnId = String(live[0]?.data.turn_id);
+    const headers = keyHeader();
+    const { session, turnId } = await streamedTurn('demo', 'Hello');
     const path = `${events(session.id)}/${turnId}/events`;
     for (const bad of ['turn_other:3', `${turnId}:x`, `${turnId}:-1`, `${turnId}`]) {
       const byHeader = await t.app.inject({
