@@ -23,19 +23,11 @@ import {
 } from '../helpers/load.ts';
 import { killLeftoverChildren } from '../helpers/process.ts';
 import { startToolReceiver, type ToolRequest, toolAgent, writeAgentsFile } from '../helpers/tool-receiver.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 after(killLeftoverChildren);
 
 const ttl = 3000;
-
-/** Polls `done` every 50 ms; fails with `what` after `timeoutMs`. */
-async function waitFor(what: string, done: () => boolean | Promise<boolean>, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(50);
-  }
-}
 
 /** Whether every session has an acknowledgement that arrived after `since`. */
 const allAckedSince = (load: Load, sessions: readonly string[], since: number) =>

@@ -20,6 +20,7 @@ import {
   toolAgent,
   writeAgentsFile,
 } from '../helpers/tool-receiver.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 after(killLeftoverChildren);
 
@@ -54,15 +55,6 @@ function storedTurn(sqliteFile: string, sessionId: string) {
     };
   } finally {
     db.close();
-  }
-}
-
-/** Polls `done` every 50 ms; fails with `what` after `timeoutMs`. */
-async function waitFor(what: string, done: () => boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(50);
   }
 }
 

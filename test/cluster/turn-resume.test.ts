@@ -13,6 +13,7 @@ import { call, retryableStatus } from '../helpers/load.ts';
 import { killLeftoverChildren } from '../helpers/process.ts';
 import { parseSse, placesOf, type SseEvent, StreamReader, seqOf } from '../helpers/sse.ts';
 import { writeAgentsFile } from '../helpers/tool-receiver.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 after(killLeftoverChildren);
 const dispatcher = new Agent();
@@ -31,14 +32,6 @@ function storedMessages(sqliteFile: string, sessionId: string) {
       .all(sessionId) as unknown as { id: string; role: string; turn_id: string }[];
   } finally {
     db.close();
-  }
-}
-
-async function waitFor(what: string, done: () => boolean, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await sleep(50);
   }
 }
 
@@ -122,8 +115,13 @@ test('a client that dropped its stream after the third event resumes through ano
   const turnId = String(prefix[0]?.data.turn_id);
 
   // The turn does not depend on the client: the owner finishes and stores it, and then dies.
-  await waitFor('the reply is stored', () =>
-    storedMessages(cluster.sqliteFile, sessionId).some((m) => m.role === 'assistant' && m.turn_id === turnId),
+  await waitFor(
+    'the reply is stored',
+    () =>
+      storedMessages(cluster.sqliteFile, sessionId).some(
+        (m) => m.role === 'assistant' && m.turn_id === turnId,
+      ),
+    60_000,
   );
   await cluster.nodes[owner]?.stop('SIGKILL');
 
