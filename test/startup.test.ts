@@ -132,10 +132,18 @@ describe('the start-up hint, logged as JSON when stdout is not a terminal', () =
 
 /** The service on a pseudo-terminal: `script` gives it one, and its output (CR LF line ends) is collected. */
 function spawnOnTerminal(dataDir: string, port: number) {
-  const command = [process.execPath, serverEntry].map((w) => `'${w}'`).join(' ');
+  // `exec`: no shell stays between `script` and the service. A shell that waits on it would take the Ctrl-C
+  // as well and end by SIGINT (130) whichever shell $SHELL names, whatever the service's own exit.
+  const command = `exec ${[process.execPath, serverEntry].map((w) => `'${w}'`).join(' ')}`;
   const child: ChildProcess = spawn(scriptBin, ['-qfec', command, '/dev/null'], {
     cwd: projectRoot,
-    env: cleanEnv({ PORT: String(port), HOST: '127.0.0.1', PARLEY_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }),
+    env: cleanEnv({
+      SHELL: '/bin/sh',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      PARLEY_DATA_DIR: dataDir,
+      LOG_LEVEL: 'warn',
+    }),
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   let output = '';
