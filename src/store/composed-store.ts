@@ -33,6 +33,17 @@ export type MessagePart = Pick<
   | 'getIdempotencyRecord'
   | 'deleteExpiredIdempotencyRecords'
 >;
+export type WebhookPart = Pick<
+  Store,
+  | 'createWebhook'
+  | 'listWebhooks'
+  | 'getWebhook'
+  | 'deleteWebhook'
+  | 'listWebhookDeliveries'
+  | 'dueWebhookDeliveries'
+  | 'recordWebhookAttempt'
+  | 'deleteOldWebhookDeliveries'
+>;
 
 export interface StoreParts {
   tenants: TenantPart;
@@ -40,6 +51,7 @@ export interface StoreParts {
   files: FilePart;
   sessions: SessionPart;
   messages: MessagePart;
+  webhooks: WebhookPart;
 }
 
 /** The modules of a store's parts (sqlite-users.ts, …), each exporting `part`, built on the store's handle. */
@@ -52,6 +64,7 @@ export function partsOn<Handle>(handle: Handle, modules: PartModules<Handle>): S
     files: modules.files.part(handle),
     sessions: modules.sessions.part(handle),
     messages: modules.messages.part(handle),
+    webhooks: modules.webhooks.part(handle),
   };
 }
 
@@ -171,5 +184,30 @@ export abstract class ComposedStore implements Store {
   }
   deleteExpiredIdempotencyRecords(...args: Args<'deleteExpiredIdempotencyRecords'>) {
     return this.parts.messages.deleteExpiredIdempotencyRecords(...args);
+  }
+
+  createWebhook(...args: Args<'createWebhook'>) {
+    return this.parts.webhooks.createWebhook(...args);
+  }
+  listWebhooks(...args: Args<'listWebhooks'>) {
+    return this.parts.webhooks.listWebhooks(...args);
+  }
+  getWebhook(...args: Args<'getWebhook'>) {
+    return this.parts.webhooks.getWebhook(...args);
+  }
+  deleteWebhook(...args: Args<'deleteWebhook'>) {
+    return this.parts.webhooks.deleteWebhook(...args);
+  }
+  listWebhookDeliveries(...args: Args<'listWebhookDeliveries'>) {
+    return this.parts.webhooks.listWebhookDeliveries(...args);
+  }
+  dueWebhookDeliveries(...args: Args<'dueWebhookDeliveries'>) {
+    return this.parts.webhooks.dueWebhookDeliveries(...args);
+  }
+  recordWebhookAttempt(...args: Args<'recordWebhookAttempt'>) {
+    return this.parts.webhooks.recordWebhookAttempt(...args);
+  }
+  deleteOldWebhookDeliveries(...args: Args<'deleteOldWebhookDeliveries'>) {
+    return this.parts.webhooks.deleteOldWebhookDeliveries(...args);
   }
 }

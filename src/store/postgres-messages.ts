@@ -3,6 +3,7 @@
 // postgres-sessions.ts).
 import type { MessagePart } from './composed-store.ts';
 import type { Db } from './postgres-db.ts';
+import { queueWebhookEvents } from './postgres-webhooks.ts';
 import { now, toFeedback, toIdempotency, toMessage, toToolCall } from './rows.ts';
 import { postgresDialect, recentMessages, upsertFeedback } from './sql.ts';
 import { toPage } from './store.ts';
@@ -53,11 +54,16 @@ export function part(db: Db): MessagePart {
       return rows.map(toToolCall);
     },
 
-    async upsertFeedback(sessionId, feedback) {
+    async upsertFeedback(sessionId, feedback, event) {
       const { sql, values } = upsertFeedback(postgresDialect, sessionId, feedback, now());
-      const { rows } = await db.tx((c) => c.query(sql, values));
-      if (!rows[0]) throw new Error(`The feedback of session ${sessionId} was not stored`);
-      return toFeedback(rows[0]);
+      return db.tx(async (c) => {
+        const { rows } = await c.query(sql, values);
+        if (!rows[0]) throw new Error(`The feedback of session ${sessionId} was not stored`);
+        const stored = toFeedback(rows[0]);
+        // The event reports the feedback as stored (a replacement keeps the first id).
+        if (event) await queueWebhookEvents(c, [event(stored)]);
+        return stored;
+      });
     },
 
     async getFeedback(sessionId) {

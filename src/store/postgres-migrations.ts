@@ -198,4 +198,47 @@ export const postgresMigrations: readonly Migration[] = [
     // order its stream told them, which a resumed or replayed stream must repeat.
     sql: `ALTER TABLE tool_calls ADD COLUMN completed_seq INTEGER;`,
   },
+  {
+    version: 7,
+    name: 'webhooks',
+    // A tenant's endpoints (events: a JSON array of types) and the outbox of their deliveries, written in the
+    // transaction of the change each event reports (DESIGN §15). Deliveries of one endpoint and ordering key
+    // go out in row_order; the partial indexes keep only the pending ones the deliverer looks for.
+    sql: `
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        row_order BIGINT GENERATED ALWAYS AS IDENTITY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL
+      );
+      CREATE INDEX webhooks_tenant ON webhooks(tenant_id, created_at);
+
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        row_order BIGINT GENERATED ALWAYS AS IDENTITY,
+        tenant_id TEXT NOT NULL,
+        webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        ordering_key TEXT NOT NULL,
+        shard INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_status_code INTEGER,
+        last_attempt_at TEXT COLLATE "C",
+        next_attempt_at TEXT COLLATE "C",
+        created_at TEXT COLLATE "C" NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_key ON webhook_deliveries(webhook_id, ordering_key, row_order)
+        WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_webhook_created
+        ON webhook_deliveries(webhook_id, created_at, row_order);
+      CREATE INDEX webhook_deliveries_done ON webhook_deliveries(created_at) WHERE status <> 'pending';
+    `,
+  },
 ];

@@ -4,6 +4,7 @@
 import { SHARD_COUNT } from '../cluster/shard.ts';
 import type { SessionPart } from './composed-store.ts';
 import type { Db, Queryable } from './postgres-db.ts';
+import { queueWebhookEvents } from './postgres-webhooks.ts';
 import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from './rows.ts';
 import {
   insert,
@@ -120,5 +121,6 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   const response = storeIdempotencyResponse(postgresDialect, write);
   if (response) await execute(c, response);
   for (const statement of toolCallStatements(postgresDialect, write, at)) await execute(c, statement);
+  await queueWebhookEvents(c, write.webhookEvents);
   return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
 }

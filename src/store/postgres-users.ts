@@ -4,6 +4,7 @@ import pg from 'pg';
 import { AppError } from '../errors.ts';
 import type { UserPart } from './composed-store.ts';
 import type { Db } from './postgres-db.ts';
+import { queueWebhookEvents } from './postgres-webhooks.ts';
 import { now, toUser, userRow } from './rows.ts';
 import { insert, listUsers, postgresDialect, updateUser } from './sql.ts';
 import { toPage } from './store.ts';
@@ -52,15 +53,18 @@ export function part(db: Db): UserPart {
       return rows[0] ? toUser(rows[0]) : null;
     },
 
-    async deleteUser(tenantId, id) {
+    async deleteUser(tenantId, id, event) {
       const at = now();
-      const result = await db.tx((c) =>
-        c.query(
+      return db.tx(async (c) => {
+        const result = await c.query(
           'UPDATE users SET deleted_at = $1, updated_at = $1 WHERE tenant_id = $2 AND id = $3 AND deleted_at IS NULL',
           [at, tenantId, id],
-        ),
-      );
-      return result.rowCount === 1;
+        );
+        const deleted = result.rowCount === 1;
+        // Only a delete that happened is reported.
+        if (deleted && event) await queueWebhookEvents(c, [event]);
+        return deleted;
+      });
     },
   };
 }

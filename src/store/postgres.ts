@@ -1,7 +1,8 @@
 // The distributed Store: PostgreSQL through a pg.Pool, for several processes sharing one database.
 // Same semantics and records as SqliteStore; every write is one transaction, session writes fenced. This
 // module holds the pool, its transactions and the migrations' lock; the resources are in
-// postgres-tenants.ts, postgres-users.ts, postgres-files.ts, postgres-sessions.ts and postgres-messages.ts.
+// postgres-tenants.ts, postgres-users.ts, postgres-files.ts, postgres-sessions.ts, postgres-messages.ts and
+// postgres-webhooks.ts.
 import pg from 'pg';
 import { ComposedStore, partsOn } from './composed-store.ts';
 import type { Db, Queryable } from './postgres-db.ts';
@@ -11,6 +12,7 @@ import { postgresMigrations } from './postgres-migrations.ts';
 import * as sessions from './postgres-sessions.ts';
 import * as tenants from './postgres-tenants.ts';
 import * as users from './postgres-users.ts';
+import * as webhooks from './postgres-webhooks.ts';
 import { now } from './rows.ts';
 import type { Migration, SessionWrite, SessionWriteResult } from './store.ts';
 
@@ -28,7 +30,7 @@ export class PostgresStore extends ComposedStore {
     tx: (fn) => this.#tx(fn),
   };
 
-  protected readonly parts = partsOn(this.#db, { tenants, users, files, sessions, messages });
+  protected readonly parts = partsOn(this.#db, { tenants, users, files, sessions, messages, webhooks });
 
   constructor(connectionString: string, migrations: readonly Migration[] = postgresMigrations) {
     super();

@@ -44,23 +44,23 @@ export const sessionColumns = `s.id, s.tenant_id, s.agent_id, s.user_id, u.refer
 
 // --- reading: the schema's types are checked, not assumed, so a mistake in a query fails loudly here
 
-function text(r: Row, column: string): string {
+export function text(r: Row, column: string): string {
   const value = r[column];
   if (typeof value !== 'string') throw new TypeError(`Column ${column} is not text`);
   return value;
 }
 
-function textOrNull(r: Row, column: string): string | null {
+export function textOrNull(r: Row, column: string): string | null {
   return r[column] === null || r[column] === undefined ? null : text(r, column);
 }
 
-function integer(r: Row, column: string): number {
+export function integer(r: Row, column: string): number {
   const value = r[column];
   if (typeof value !== 'number') throw new TypeError(`Column ${column} is not a number`);
   return value;
 }
 
-function oneOf<T extends string>(r: Row, column: string, values: readonly T[]): T {
+export function oneOf<T extends string>(r: Row, column: string, values: readonly T[]): T {
   const found = values.find((v) => v === r[column]);
   if (found === undefined) throw new TypeError(`Column ${column} holds an unknown value`);
   return found;

@@ -56,7 +56,7 @@ export interface Statement {
 }
 
 /** Collects a statement's parameters, in the order the SQL text reads them (SQLite's `?` is positional). */
-class Query {
+export class Query {
   readonly values: SqlValue[] = [];
   readonly #dialect: Dialect;
 
@@ -85,7 +85,7 @@ class Query {
 const likePrefix = (prefix: string) => `${prefix.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** The exact instant of an ISO 8601 bound, as stored (UTC, milliseconds), so that text comparison works. */
-const instant = (iso: string) => new Date(iso).toISOString();
+export const instant = (iso: string) => new Date(iso).toISOString();
 
 /** Inserts `row`, a record of column → value. */
 export function insert(d: Dialect, table: string, row: Record<string, SqlValue>): Statement {

@@ -5,6 +5,7 @@ import type { MessagePart } from './composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toToolCall } from './rows.ts';
 import { recentMessages, sqliteDialect, upsertFeedback } from './sql.ts';
 import { all, get, type SqliteDb } from './sqlite-db.ts';
+import { queueWebhookEvents } from './sqlite-webhooks.ts';
 import { toPage } from './store.ts';
 
 /** The messages, feedback and Idempotency-Key records of SqliteStore, on its connection. */
@@ -47,10 +48,15 @@ export function part(db: SqliteDb): MessagePart {
         .map(toToolCall);
     },
 
-    async upsertFeedback(sessionId, feedback) {
-      const row = db.write(() => get(db, upsertFeedback(sqliteDialect, sessionId, feedback, now())));
-      if (!row) throw new Error(`The feedback of session ${sessionId} was not stored`);
-      return toFeedback(row);
+    async upsertFeedback(sessionId, feedback, event) {
+      return db.write(() => {
+        const row = get(db, upsertFeedback(sqliteDialect, sessionId, feedback, now()));
+        if (!row) throw new Error(`The feedback of session ${sessionId} was not stored`);
+        const stored = toFeedback(row);
+        // The event reports the feedback as stored (a replacement keeps the first id).
+        if (event) queueWebhookEvents(db, [event(stored)]);
+        return stored;
+      });
     },
 
     async getFeedback(sessionId) {

@@ -193,4 +193,45 @@ export const sqliteMigrations: readonly Migration[] = [
     // order its stream told them, which a resumed or replayed stream must repeat.
     sql: `ALTER TABLE tool_calls ADD COLUMN completed_seq INTEGER;`,
   },
+  {
+    version: 7,
+    name: 'webhooks',
+    // A tenant's endpoints (events: a JSON array of types) and the outbox of their deliveries, written in the
+    // transaction of the change each event reports (DESIGN §15). Deliveries of one endpoint and ordering key
+    // go out in rowid order; the partial indexes keep only the pending ones the deliverer looks for.
+    sql: `
+      CREATE TABLE webhooks (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL REFERENCES tenants(id),
+        url TEXT NOT NULL,
+        events TEXT NOT NULL,
+        secret TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX webhooks_tenant ON webhooks(tenant_id, created_at);
+
+      CREATE TABLE webhook_deliveries (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        webhook_id TEXT NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        event_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        ordering_key TEXT NOT NULL,
+        shard INTEGER NOT NULL,
+        payload TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_status_code INTEGER,
+        last_attempt_at TEXT,
+        next_attempt_at TEXT,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+      -- Every SQLite index ends in the rowid: this one answers "an earlier pending one of this key?".
+      CREATE INDEX webhook_deliveries_key ON webhook_deliveries(webhook_id, ordering_key)
+        WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_webhook_created ON webhook_deliveries(webhook_id, created_at);
+      CREATE INDEX webhook_deliveries_done ON webhook_deliveries(created_at) WHERE status <> 'pending';
+    `,
+  },
 ];

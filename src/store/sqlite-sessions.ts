@@ -14,6 +14,7 @@ import {
   toolCallStatements,
 } from './sql.ts';
 import { all, get, run, type SqliteDb } from './sqlite-db.ts';
+import { queueWebhookEvents } from './sqlite-webhooks.ts';
 import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
 
 /** The sessions of SqliteStore, on its connection. */
@@ -107,5 +108,6 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const response = storeIdempotencyResponse(sqliteDialect, write);
   if (response) run(db, response);
   for (const statement of toolCallStatements(sqliteDialect, write, at)) run(db, statement);
+  queueWebhookEvents(db, write.webhookEvents);
   return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
 }

@@ -5,6 +5,7 @@ import type { UserPart } from './composed-store.ts';
 import { now, toUser, userRow } from './rows.ts';
 import { insert, listUsers, sqliteDialect, updateUser } from './sql.ts';
 import { all, get, run, SQLITE_CONSTRAINT_UNIQUE, type SqliteDb, sqliteCode } from './sqlite-db.ts';
+import { queueWebhookEvents } from './sqlite-webhooks.ts';
 import { toPage } from './store.ts';
 
 /** The error to throw for `err`: a taken reference becomes the API's conflict, anything else stays. */
@@ -47,16 +48,19 @@ export function part(db: SqliteDb): UserPart {
       }
     },
 
-    async deleteUser(tenantId, id) {
+    async deleteUser(tenantId, id, event) {
       const at = now();
-      const result = db.write(() =>
-        db
+      return db.write(() => {
+        const result = db
           .q(
             'UPDATE users SET deleted_at = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL',
           )
-          .run(at, at, tenantId, id),
-      );
-      return Number(result.changes) === 1;
+          .run(at, at, tenantId, id);
+        const deleted = Number(result.changes) === 1;
+        // Only a delete that happened is reported.
+        if (deleted && event) queueWebhookEvents(db, [event]);
+        return deleted;
+      });
     },
   };
 }

@@ -2,7 +2,7 @@
 // in a BEGIN IMMEDIATE transaction so that concurrent writers (the CLI, a second process) queue instead of
 // failing. This module holds the connection, its transactions, the statement cache and the group commit of
 // session writes; the resources are in sqlite-tenants.ts, sqlite-users.ts, sqlite-files.ts,
-// sqlite-sessions.ts and sqlite-messages.ts.
+// sqlite-sessions.ts, sqlite-messages.ts and sqlite-webhooks.ts.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
@@ -15,6 +15,7 @@ import { sqliteMigrations } from './sqlite-migrations.ts';
 import * as sessions from './sqlite-sessions.ts';
 import * as tenants from './sqlite-tenants.ts';
 import * as users from './sqlite-users.ts';
+import * as webhooks from './sqlite-webhooks.ts';
 import type { Migration, SessionWrite, SessionWriteResult } from './store.ts';
 
 /**
@@ -51,7 +52,7 @@ export class SqliteStore extends ComposedStore {
     write: (fn) => this.#write(fn),
   };
 
-  protected readonly parts = partsOn(this.#handle, { tenants, users, files, sessions, messages });
+  protected readonly parts = partsOn(this.#handle, { tenants, users, files, sessions, messages, webhooks });
 
   constructor(file: string, migrations: readonly Migration[] = sqliteMigrations) {
     super();

@@ -277,6 +277,92 @@ export interface IdempotencyRecord {
   expires_at: string;
 }
 
+/** The events a webhook endpoint can subscribe to (DESIGN §15). */
+export const WEBHOOK_EVENT_TYPES = [
+  'session.closed',
+  'session.expired',
+  'turn.completed',
+  'turn.failed',
+  'feedback.submitted',
+  'user.deleted',
+] as const;
+export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
+
+/** A tenant's webhook endpoint; its signing secret is read only by the deliverer. */
+export interface Webhook {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  created_at: string;
+}
+
+export interface NewWebhook {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  /** `whsec_` + base64. */
+  secret: string;
+}
+
+/**
+ * An event to deliver, written in the transaction of the change it reports: one delivery for each of its
+ * tenant's endpoints subscribed to its type at that moment (none, and nothing is stored, when there are none).
+ */
+export interface WebhookEvent {
+  /** `evt_…`: the webhook-id every attempt of every delivery of it carries. */
+  id: string;
+  tenant_id: string;
+  type: WebhookEventType;
+  /** Deliveries of an endpoint with the same key go out in the order written: a session's id, a user's id. */
+  ordering_key: string;
+  /** The shard whose owner delivers it: the session's, or shardOf(the user's id). */
+  shard: number;
+  /** The body sent, as written: JSON of `{ type, timestamp, data }`. */
+  payload: string;
+  created_at: string;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One event's delivery to one endpoint, as listed. */
+export interface WebhookDelivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  type: WebhookEventType;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_attempt_at: string | null;
+  /** Null once delivered or failed. */
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+/** A delivery due now, with what sending it needs. */
+export interface DueWebhookDelivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  type: WebhookEventType;
+  ordering_key: string;
+  attempts: number;
+  url: string;
+  secret: string;
+  payload: string;
+  created_at: string;
+}
+
+/** The outcome of one attempt: delivered, pending again at `next_attempt_at`, or failed for good. */
+export interface WebhookAttempt {
+  id: string;
+  status: WebhookDeliveryStatus;
+  /** The receiver's HTTP status; null when no answer came (refused, timed out). */
+  status_code: number | null;
+  at: string;
+  next_attempt_at: string | null;
+}
+
 /** Everything one step of a session commits, in one transaction, fenced. */
 export interface SessionWrite {
   session_id: string;
@@ -308,6 +394,8 @@ export interface SessionWrite {
   toolCalls?: NewToolCall[];
   /** Results of committed tool calls. */
   toolResults?: ToolCallResult[];
+  /** Webhook events the write reports (session.closed, turn.completed, …), queued in its transaction. */
+  webhookEvents?: WebhookEvent[];
 }
 
 export interface SessionWriteResult {
@@ -354,8 +442,8 @@ export interface Store {
   listUsers(tenantId: string, filter: UserFilter, page: PageRequest): Promise<Page<User>>;
   /** Replaces each given field; null when the user does not exist. Reference conflicts throw as in createUser. */
   updateUser(tenantId: string, id: string, fields: UserFields): Promise<User | null>;
-  /** Soft delete; frees the reference. False when there was no such user. */
-  deleteUser(tenantId: string, id: string): Promise<boolean>;
+  /** Soft delete; frees the reference. False when there was no such user. `event` is queued with it. */
+  deleteUser(tenantId: string, id: string, event?: WebhookEvent): Promise<boolean>;
 
   /**
    * Stores the record and its bytes in one transaction. With a quota, the tenant's and the conversation's
@@ -403,6 +491,8 @@ export interface Store {
   upsertFeedback(
     sessionId: string,
     feedback: Omit<Feedback, 'session_id' | 'submitted_at'>,
+    /** The event reporting the stored feedback, queued in its transaction. */
+    event?: (stored: Feedback) => WebhookEvent,
   ): Promise<Feedback>;
   getFeedback(sessionId: string): Promise<Feedback | null>;
 
@@ -410,6 +500,28 @@ export interface Store {
   getIdempotencyRecord(sessionId: string, key: string): Promise<IdempotencyRecord | null>;
   /** Deletes records whose retention has passed; returns how many. */
   deleteExpiredIdempotencyRecords(now: string): Promise<number>;
+
+  createWebhook(tenantId: string, webhook: NewWebhook): Promise<Webhook>;
+  /** Oldest first. */
+  listWebhooks(tenantId: string): Promise<Webhook[]>;
+  getWebhook(tenantId: string, id: string): Promise<Webhook | null>;
+  /** Removes the endpoint and its deliveries; false when the tenant had no such endpoint. */
+  deleteWebhook(tenantId: string, id: string): Promise<boolean>;
+  /** An endpoint's deliveries, newest first; null when the tenant has no such endpoint. */
+  listWebhookDeliveries(
+    tenantId: string,
+    webhookId: string,
+    page: PageRequest,
+  ): Promise<Page<WebhookDelivery> | null>;
+  /**
+   * Pending deliveries due at `now` (only in `shards` when given), each the first pending one of its endpoint
+   * and ordering key (a later one waits for it), earliest due first, at most `limit`.
+   */
+  dueWebhookDeliveries(now: string, limit: number, shards?: readonly number[]): Promise<DueWebhookDelivery[]>;
+  /** Records an attempt: `attempts` grows by one; status, status code and times as given. */
+  recordWebhookAttempt(attempt: WebhookAttempt): Promise<void>;
+  /** Deletes delivered and failed deliveries created before `before`; returns how many. */
+  deleteOldWebhookDeliveries(before: string): Promise<number>;
 }
 
 /** Cuts a `limit + 1` row fetch down to a page. */

@@ -1,0 +1,93 @@
+// Rows and records of webhook endpoints and their deliveries, for both stores (as rows.ts is for the rest).
+// An endpoint's secret is written here and read only into a due delivery: no listed record carries it.
+import { newId } from '../ids.ts';
+import { integer, oneOf, type Row, text, textOrNull } from './rows.ts';
+import { instant } from './sql.ts';
+import {
+  type DueWebhookDelivery,
+  type NewWebhook,
+  WEBHOOK_EVENT_TYPES,
+  type Webhook,
+  type WebhookDelivery,
+  type WebhookDeliveryStatus,
+  type WebhookEvent,
+  type WebhookEventType,
+} from './store.ts';
+
+const deliveryStatuses: readonly WebhookDeliveryStatus[] = ['pending', 'delivered', 'failed'];
+
+const isEventType = (value: unknown): value is WebhookEventType =>
+  WEBHOOK_EVENT_TYPES.some((type) => type === value);
+
+/** The subscribed types; one a newer version wrote and this one does not know is left out, not an error. */
+function eventTypes(r: Row): WebhookEventType[] {
+  const parsed: unknown = JSON.parse(text(r, 'events'));
+  if (!Array.isArray(parsed)) throw new TypeError('Column events holds no array');
+  return parsed.filter(isEventType);
+}
+
+const integerOrNull = (r: Row, column: string) =>
+  r[column] === null || r[column] === undefined ? null : integer(r, column);
+
+export const toWebhook = (r: Row): Webhook => ({
+  id: text(r, 'id'),
+  url: text(r, 'url'),
+  events: eventTypes(r),
+  created_at: text(r, 'created_at'),
+});
+
+export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
+  id: text(r, 'id'),
+  webhook_id: text(r, 'webhook_id'),
+  event_id: text(r, 'event_id'),
+  type: oneOf(r, 'type', WEBHOOK_EVENT_TYPES),
+  status: oneOf(r, 'status', deliveryStatuses),
+  attempts: integer(r, 'attempts'),
+  last_status_code: integerOrNull(r, 'last_status_code'),
+  last_attempt_at: textOrNull(r, 'last_attempt_at'),
+  next_attempt_at: textOrNull(r, 'next_attempt_at'),
+  created_at: text(r, 'created_at'),
+});
+
+export const toDueWebhookDelivery = (r: Row): DueWebhookDelivery => ({
+  id: text(r, 'id'),
+  webhook_id: text(r, 'webhook_id'),
+  event_id: text(r, 'event_id'),
+  type: oneOf(r, 'type', WEBHOOK_EVENT_TYPES),
+  ordering_key: text(r, 'ordering_key'),
+  attempts: integer(r, 'attempts'),
+  url: text(r, 'url'),
+  secret: text(r, 'secret'),
+  payload: text(r, 'payload'),
+  created_at: text(r, 'created_at'),
+});
+
+export const webhookRow = (tenantId: string, webhook: NewWebhook, at: string) => ({
+  id: webhook.id,
+  tenant_id: tenantId,
+  url: webhook.url,
+  events: JSON.stringify(webhook.events),
+  secret: webhook.secret,
+  created_at: at,
+});
+
+/** A new delivery of `event` to one endpoint: pending, due at once. Instants as stored, so that they compare as text. */
+export const deliveryRow = (event: WebhookEvent, webhookId: string) => {
+  const createdAt = instant(event.created_at);
+  return {
+    id: newId('whd'),
+    tenant_id: event.tenant_id,
+    webhook_id: webhookId,
+    event_id: event.id,
+    type: event.type,
+    ordering_key: event.ordering_key,
+    shard: event.shard,
+    payload: event.payload,
+    status: 'pending',
+    attempts: 0,
+    last_status_code: null,
+    last_attempt_at: null,
+    next_attempt_at: createdAt,
+    created_at: createdAt,
+  };
+};

@@ -1,0 +1,507 @@
+// Store contract: webhook endpoints per tenant, and the outbox of their deliveries: queued in the transaction
+// of the change an event reports, handed to the deliverer when due and in order per endpoint and key.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { shardOf } from '../../../src/cluster/shard.ts';
+import { newId } from '../../../src/ids.ts';
+import type {
+  Feedback,
+  Webhook,
+  WebhookDelivery,
+  WebhookEvent,
+  WebhookEventType,
+} from '../../../src/store/store.ts';
+import { isoInstant, type OpenStore, pastInstant, sessionFixture, unique, useStore } from './support.ts';
+
+export function webhooks(open: OpenStore): void {
+  describe('webhooks', () => {
+    const f = sessionFixture(useStore(open, { migrate: true }));
+    const { ctx, tenant, claim, createSession, isStale, all } = f;
+
+    async function endpoint(tenantId: string, events: WebhookEventType[]) {
+      const secret = `whsec_${unique('s')}`;
+      const webhook = await ctx.store.createWebhook(tenantId, {
+        id: newId('wh'),
+        url: `https://hooks.example.com/${unique('h')}`,
+        events,
+        secret,
+      });
+      return { webhook, secret };
+    }
+
+    /** An event of the tenant; its key and shard are a session's unless given. */
+    function event(
+      tenantId: string,
+      type: WebhookEventType,
+      fields: Partial<WebhookEvent> = {},
+    ): WebhookEvent {
+      const ordering_key = fields.ordering_key ?? newId('ses');
+      const created_at = fields.created_at ?? new Date().toISOString();
+      return {
+        id: newId('evt'),
+        tenant_id: tenantId,
+        type,
+        ordering_key,
+        shard: shardOf(ordering_key),
+        payload: JSON.stringify({ type, timestamp: created_at, data: { id: ordering_key } }),
+        created_at,
+        ...fields,
+      };
+    }
+
+    /** Queues events the way the service does: in a session's commit (of a new session, so its fence is current). */
+    async function queue(tenantId: string, events: WebhookEvent[]) {
+      const { record, fence } = await createSession(tenantId);
+      await ctx.store.commitSession({
+        session_id: record.id,
+        fence,
+        patch: { snapshot: '{}' },
+        webhookEvents: events,
+      });
+    }
+
+    async function deliveries(tenantId: string, webhookId: string): Promise<WebhookDelivery[]> {
+      const page = await ctx.store.listWebhookDeliveries(tenantId, webhookId, all);
+      assert.ok(page, `the deliveries of ${webhookId}`);
+      return page.items;
+    }
+
+    const eventIds = async (tenantId: string, webhookId: string) =>
+      (await deliveries(tenantId, webhookId)).map((d) => d.event_id).sort();
+
+    /** Instants in 1995, against which `now` of due queries is set: other tests' deliveries of today are not due. */
+    const base = Date.parse('1995-06-01T12:00:00.000Z');
+    const iso = (ms: number) => new Date(base + ms).toISOString();
+
+    /** Our due deliveries among what a shared database holds, as `endpoint:event` pairs. */
+    async function due(at: string, ours: Set<string>, shards?: number[]) {
+      return (await ctx.store.dueWebhookDeliveries(at, 1000, shards))
+        .filter((d) => ours.has(d.webhook_id))
+        .map((d) => `${d.webhook_id}:${d.event_id}`);
+    }
+
+    /** Delivers ours until none is due at `at`, so that none is left due for later tests on a shared database. */
+    async function deliverAll(at: string, ours: Set<string>) {
+      for (let round = 0; round < 100; round++) {
+        const dueNow = (await ctx.store.dueWebhookDeliveries(at, 1000)).filter((d) => ours.has(d.webhook_id));
+        if (dueNow.length === 0) return;
+        for (const d of dueNow) await attempt(d.id, 'delivered', 200, at, null);
+      }
+      assert.fail('deliveries stay due');
+    }
+
+    const attempt = (
+      id: string,
+      status: WebhookDelivery['status'],
+      status_code: number | null,
+      at: string,
+      next_attempt_at: string | null,
+    ) => ctx.store.recordWebhookAttempt({ id, status, status_code, at, next_attempt_at });
+
+    it('createWebhook returns the endpoint without its secret; get and list read it back, oldest first, per tenant', async () => {
+      const tenantA = await tenant();
+      const tenantB = await tenant();
+      const { webhook: first } = await endpoint(tenantA, ['session.closed', 'turn.completed']);
+      await pastInstant(first.created_at);
+      const { webhook: second } = await endpoint(tenantA, ['user.deleted']);
+      const { webhook: other } = await endpoint(tenantB, ['feedback.submitted']);
+
+      assert.deepEqual(Object.keys(first).sort(), ['created_at', 'events', 'id', 'url']);
+      assert.match(first.created_at, isoInstant);
+      assert.deepEqual(first.events, ['session.closed', 'turn.completed']);
+      assert.deepEqual(await ctx.store.getWebhook(tenantA, first.id), first);
+      assert.deepEqual(await ctx.store.listWebhooks(tenantA), [first, second]);
+      assert.deepEqual(await ctx.store.listWebhooks(tenantB), [other]);
+      assert.equal(await ctx.store.getWebhook(tenantB, first.id), null, "another tenant's endpoint");
+      assert.equal(await ctx.store.getWebhook(tenantA, newId('wh')), null);
+      assert.deepEqual(await ctx.store.listWebhooks(await tenant()), []);
+      for (const listed of [
+        ...(await ctx.store.listWebhooks(tenantA)),
+        await ctx.store.getWebhook(tenantA, first.id),
+      ]) {
+        assert.ok(listed && !('secret' in listed), 'no secret in a listed endpoint');
+      }
+    });
+
+    it('a commit queues one pending delivery of each event for each endpoint of the tenant subscribed to its type', async () => {
+      const tenantId = await tenant();
+      const { webhook: both, secret } = await endpoint(tenantId, ['session.closed', 'turn.completed']);
+      const { webhook: turns } = await endpoint(tenantId, ['turn.completed']);
+      const { webhook: users } = await endpoint(tenantId, ['user.deleted']);
+      const otherTenant = await tenant();
+      const { webhook: elsewhere } = await endpoint(otherTenant, ['session.closed', 'turn.completed']);
+
+      const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
+      const closed = event(tenantId, 'session.closed', { created_at: iso(1) });
+      await queue(tenantId, [completed, closed]);
+
+      assert.deepEqual(await eventIds(tenantId, both.id), [completed.id, closed.id].sort());
+      assert.deepEqual(await eventIds(tenantId, turns.id), [completed.id]);
+      assert.deepEqual(await eventIds(tenantId, users.id), [], 'not subscribed to the type');
+      assert.deepEqual(await eventIds(otherTenant, elsewhere.id), [], "another tenant's endpoint");
+
+      const [listed] = await deliveries(tenantId, turns.id);
+      assert.ok(listed);
+      assert.match(listed.id, /^whd_/);
+      assert.deepEqual(listed, {
+        id: listed.id,
+        webhook_id: turns.id,
+        event_id: completed.id,
+        type: 'turn.completed',
+        status: 'pending',
+        attempts: 0,
+        last_status_code: null,
+        last_attempt_at: null,
+        next_attempt_at: completed.created_at,
+        created_at: completed.created_at,
+      });
+
+      // The deliverer gets what sending needs: the endpoint's url and secret, the payload as written.
+      const ours = new Set([both.id, turns.id, users.id, elsewhere.id]);
+      const dueNow = (await ctx.store.dueWebhookDeliveries(iso(1), 1000)).filter((d) =>
+        ours.has(d.webhook_id),
+      );
+      const sent = dueNow.find((d) => d.webhook_id === both.id && d.event_id === closed.id);
+      assert.ok(sent);
+      assert.deepEqual(sent, {
+        id: sent.id,
+        webhook_id: both.id,
+        event_id: closed.id,
+        type: 'session.closed',
+        ordering_key: closed.ordering_key,
+        attempts: 0,
+        url: both.url,
+        secret,
+        payload: closed.payload,
+        created_at: closed.created_at,
+      });
+      assert.equal(dueNow.length, 3);
+      await deliverAll(iso(1), ours);
+    });
+
+    it('a commit whose events no endpoint subscribes to goes through, and an endpoint created later gets none of them', async () => {
+      const tenantId = await tenant();
+      const { record, fence } = await createSession(tenantId);
+      const result = await ctx.store.commitSession({
+        session_id: record.id,
+        fence,
+        patch: { status: 'closed', closed_at: new Date().toISOString(), snapshot: '{}' },
+        webhookEvents: [event(tenantId, 'session.closed', { ordering_key: record.id })],
+      });
+      assert.equal(result.messages_count, 0);
+      assert.equal((await ctx.store.getSession(tenantId, record.id))?.status, 'closed');
+      // An endpoint created afterwards does not receive an event of before it.
+      const { webhook } = await endpoint(tenantId, ['session.closed']);
+      assert.deepEqual(await deliveries(tenantId, webhook.id), []);
+    });
+
+    it('a commit with a stale fence queues nothing, while a current one committed with it queues its events', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['session.closed']);
+      const fenced = await createSession(tenantId);
+      // Another session on another shard, so that fencing out the first leaves it current.
+      let otherId = newId('ses');
+      while (shardOf(otherId) === fenced.record.shard) otherId = newId('ses');
+      const current = await createSession(tenantId, { id: otherId });
+      await claim(fenced.record.shard);
+
+      const lost = event(tenantId, 'session.closed', { ordering_key: fenced.record.id });
+      const kept = event(tenantId, 'session.closed', { ordering_key: current.record.id });
+      // Together, so that a store grouping commits into one transaction has both in it.
+      const [stale, fine] = await Promise.allSettled([
+        ctx.store.commitSession({
+          session_id: fenced.record.id,
+          fence: fenced.fence,
+          patch: { status: 'closed', closed_at: new Date().toISOString(), snapshot: '{}' },
+          webhookEvents: [lost],
+        }),
+        ctx.store.commitSession({
+          session_id: current.record.id,
+          fence: current.fence,
+          patch: { status: 'closed', closed_at: new Date().toISOString(), snapshot: '{}' },
+          webhookEvents: [kept],
+        }),
+      ]);
+      assert.ok(stale.status === 'rejected' && isStale(fenced.record.shard)(stale.reason));
+      assert.equal(fine.status, 'fulfilled');
+      assert.deepEqual(await eventIds(tenantId, webhook.id), [kept.id]);
+
+      // Alone, too.
+      await assert.rejects(
+        () =>
+          ctx.store.commitSession({
+            session_id: fenced.record.id,
+            fence: fenced.fence,
+            patch: { snapshot: '{}' },
+            webhookEvents: [event(tenantId, 'session.closed', { ordering_key: fenced.record.id })],
+          }),
+        isStale(fenced.record.shard),
+      );
+      assert.deepEqual(await eventIds(tenantId, webhook.id), [kept.id]);
+    });
+
+    it('deleteUser queues its event with the delete, and only when a user was deleted', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['user.deleted']);
+      const userId = unique('usr');
+      await ctx.store.createUser(tenantId, userId, {});
+      const deleted = event(tenantId, 'user.deleted', { ordering_key: userId });
+      assert.equal(await ctx.store.deleteUser(tenantId, userId, deleted), true);
+      assert.deepEqual(await eventIds(tenantId, webhook.id), [deleted.id]);
+
+      const again = event(tenantId, 'user.deleted', { ordering_key: userId });
+      assert.equal(await ctx.store.deleteUser(tenantId, userId, again), false, 'already deleted');
+      const unknown = unique('usr');
+      const never = event(tenantId, 'user.deleted', { ordering_key: unknown });
+      assert.equal(await ctx.store.deleteUser(tenantId, unknown, never), false);
+      assert.deepEqual(await eventIds(tenantId, webhook.id), [deleted.id]);
+
+      // Without an event a delete queues nothing.
+      const quiet = unique('usr');
+      await ctx.store.createUser(tenantId, quiet, {});
+      assert.equal(await ctx.store.deleteUser(tenantId, quiet), true);
+      assert.deepEqual(await eventIds(tenantId, webhook.id), [deleted.id]);
+    });
+
+    it('upsertFeedback queues the event its callback builds from the feedback as stored', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['feedback.submitted']);
+      const { record } = await createSession(tenantId);
+      const seen: Feedback[] = [];
+      const report = (stored: Feedback) => {
+        seen.push(stored);
+        return event(tenantId, 'feedback.submitted', {
+          ordering_key: record.id,
+          payload: JSON.stringify({ type: 'feedback.submitted', data: stored }),
+        });
+      };
+      const first = await ctx.store.upsertFeedback(
+        record.id,
+        { id: newId('fb'), score: 9, comment: 'Good', metadata: {} },
+        report,
+      );
+      const second = await ctx.store.upsertFeedback(
+        record.id,
+        { id: newId('fb'), score: 3, comment: null, metadata: { again: true } },
+        report,
+      );
+      assert.deepEqual(seen, [first, second]);
+      assert.equal(second.id, first.id, 'the event sees the kept id, not the one passed');
+
+      const list = await deliveries(tenantId, webhook.id);
+      assert.equal(list.length, 2);
+      const ours = new Set([webhook.id]);
+      const payloads = (await ctx.store.dueWebhookDeliveries(new Date().toISOString(), 1000))
+        .filter((d) => ours.has(d.webhook_id))
+        .map((d) => JSON.parse(d.payload).data);
+      // The second waits for the first: same endpoint, same key.
+      assert.deepEqual(payloads, [first]);
+      await deliverAll(new Date(Date.now() + 1000).toISOString(), ours);
+    });
+
+    it('due deliveries are the pending ones whose time has come, earliest first, in the given shards, up to the limit', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed']);
+      const ours = new Set([webhook.id]);
+      // Different keys: none waits for another.
+      const early = event(tenantId, 'turn.completed', { created_at: iso(-60_000) });
+      const late = event(tenantId, 'turn.completed', { created_at: iso(-1) });
+      const exact = event(tenantId, 'turn.completed', { created_at: iso(0) });
+      const future = event(tenantId, 'turn.completed', { created_at: iso(60_000) });
+      await queue(tenantId, [late, future, early, exact]);
+      const pair = (e: WebhookEvent) => `${webhook.id}:${e.id}`;
+
+      assert.deepEqual(await due(iso(0), ours), [early, late, exact].map(pair));
+      assert.equal((await ctx.store.dueWebhookDeliveries(iso(0), 1)).length, 1, 'the limit is kept');
+      assert.deepEqual(await due(iso(60_000), ours), [early, late, exact, future].map(pair));
+
+      // A process asks only for the shards it owns.
+      assert.deepEqual(
+        await due(iso(0), ours, [early.shard]),
+        [early, late, exact].filter((e) => e.shard === early.shard).map(pair),
+      );
+      assert.deepEqual(await ctx.store.dueWebhookDeliveries(iso(0), 1000, []), []);
+
+      // A retry is due again at its next attempt; a delivered or failed one never.
+      const byEvent = new Map(
+        (await deliveries(tenantId, webhook.id)).map((d) => [d.event_id, d.id] as const),
+      );
+      await attempt(byEvent.get(early.id) ?? '', 'pending', 503, iso(0), iso(5_000));
+      await attempt(byEvent.get(late.id) ?? '', 'delivered', 204, iso(0), null);
+      await attempt(byEvent.get(exact.id) ?? '', 'failed', 410, iso(0), null);
+      assert.deepEqual(await due(iso(0), ours), []);
+      assert.deepEqual(await due(iso(5_000), ours), [early].map(pair));
+      assert.deepEqual(await due(iso(60_000), ours), [early, future].map(pair));
+      await deliverAll(iso(60_000), ours);
+    });
+
+    it('a later delivery of an endpoint and key waits while an earlier one is pending; other keys and endpoints do not', async () => {
+      const tenantId = await tenant();
+      const { webhook: one } = await endpoint(tenantId, ['turn.completed', 'session.closed']);
+      const { webhook: two } = await endpoint(tenantId, ['turn.completed', 'session.closed']);
+      const ours = new Set([one.id, two.id]);
+      const key = newId('ses');
+      // The later events are due earlier: order per key is the order written, not the due time.
+      const k1 = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(-10) });
+      const k2 = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(-20) });
+      const k3 = event(tenantId, 'session.closed', { ordering_key: key, created_at: iso(-30) });
+      const other = event(tenantId, 'turn.completed', { created_at: iso(-40) });
+      await queue(tenantId, [k1, k2]);
+      await queue(tenantId, [k3, other]);
+      const pair = (w: Webhook, e: WebhookEvent) => `${w.id}:${e.id}`;
+      const idOf = async (w: Webhook, e: WebhookEvent) => {
+        const found = (await deliveries(tenantId, w.id)).find((d) => d.event_id === e.id);
+        assert.ok(found);
+        return found.id;
+      };
+
+      assert.deepEqual(await due(iso(0), ours), [
+        pair(one, other),
+        pair(two, other),
+        pair(one, k1),
+        pair(two, k1),
+      ]);
+
+      await attempt(await idOf(one, k1), 'delivered', 200, iso(0), null);
+      assert.deepEqual(await due(iso(0), ours), [
+        pair(one, other),
+        pair(two, other),
+        pair(one, k2),
+        pair(two, k1),
+      ]);
+
+      // Pending again, to be retried later: the next of its key still waits, even though due itself.
+      await attempt(await idOf(one, k2), 'pending', 500, iso(0), iso(1_000));
+      assert.deepEqual(await due(iso(0), ours), [pair(one, other), pair(two, other), pair(two, k1)]);
+      assert.deepEqual(await due(iso(1_000), ours), [
+        pair(one, other),
+        pair(two, other),
+        pair(two, k1),
+        pair(one, k2),
+      ]);
+
+      // Given up on: the next of its key goes.
+      await attempt(await idOf(one, k2), 'failed', 500, iso(1_000), null);
+      assert.deepEqual(await due(iso(1_000), ours), [
+        pair(one, other),
+        pair(two, other),
+        pair(one, k3),
+        pair(two, k1),
+      ]);
+      await deliverAll(iso(1_000), ours);
+    });
+
+    it('recordWebhookAttempt counts attempts and keeps the last status code and times', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.failed']);
+      const failed = event(tenantId, 'turn.failed', { created_at: iso(0) });
+      await queue(tenantId, [failed]);
+      const [queued] = await deliveries(tenantId, webhook.id);
+      assert.ok(queued);
+
+      await attempt(queued.id, 'pending', null, iso(100), iso(1_100));
+      assert.deepEqual(await deliveries(tenantId, webhook.id), [
+        {
+          ...queued,
+          attempts: 1,
+          last_status_code: null,
+          last_attempt_at: iso(100),
+          next_attempt_at: iso(1_100),
+        },
+      ]);
+      await attempt(queued.id, 'pending', 502, iso(1_200), iso(6_200));
+      await attempt(queued.id, 'delivered', 200, iso(6_300), null);
+      assert.deepEqual(await deliveries(tenantId, webhook.id), [
+        {
+          ...queued,
+          status: 'delivered',
+          attempts: 3,
+          last_status_code: 200,
+          last_attempt_at: iso(6_300),
+          next_attempt_at: null,
+        },
+      ]);
+    });
+
+    it('listWebhookDeliveries pages newest first, and is null for an endpoint that is not the tenant’s', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed']);
+      const at = new Date().toISOString();
+      const oldest = event(tenantId, 'turn.completed', { created_at: iso(0) });
+      // Two of the same instant: the one written later is the newer.
+      const same1 = event(tenantId, 'turn.completed', { created_at: at });
+      const same2 = event(tenantId, 'turn.completed', { created_at: at });
+      await queue(tenantId, [same1, oldest, same2]);
+
+      const first = await ctx.store.listWebhookDeliveries(tenantId, webhook.id, { limit: 2, offset: 0 });
+      assert.deepEqual(
+        first?.items.map((d) => d.event_id),
+        [same2.id, same1.id],
+      );
+      assert.equal(first?.next_offset, 2);
+      const rest = await ctx.store.listWebhookDeliveries(tenantId, webhook.id, { limit: 2, offset: 2 });
+      assert.deepEqual(
+        rest?.items.map((d) => d.event_id),
+        [oldest.id],
+      );
+      assert.equal(rest?.next_offset, null);
+
+      assert.equal(await ctx.store.listWebhookDeliveries(await tenant(), webhook.id, all), null);
+      assert.equal(await ctx.store.listWebhookDeliveries(tenantId, newId('wh'), all), null);
+      await deliverAll(iso(0), new Set([webhook.id]));
+    });
+
+    it('deleteWebhook removes the tenant’s endpoint with its deliveries, and no other', async () => {
+      const tenantId = await tenant();
+      const { webhook: gone } = await endpoint(tenantId, ['session.expired']);
+      const { webhook: stays } = await endpoint(tenantId, ['session.expired']);
+      const expired = event(tenantId, 'session.expired', { created_at: iso(0) });
+      await queue(tenantId, [expired]);
+      const ours = new Set([gone.id, stays.id]);
+      assert.equal((await due(iso(0), ours)).length, 2);
+
+      assert.equal(
+        await ctx.store.deleteWebhook(await tenant(), gone.id),
+        false,
+        "another tenant's endpoint",
+      );
+      assert.equal(await ctx.store.deleteWebhook(tenantId, gone.id), true);
+      assert.equal(await ctx.store.deleteWebhook(tenantId, gone.id), false, 'already deleted');
+      assert.equal(await ctx.store.getWebhook(tenantId, gone.id), null);
+      assert.deepEqual(await ctx.store.listWebhooks(tenantId), [stays]);
+      assert.equal(await ctx.store.listWebhookDeliveries(tenantId, gone.id, all), null);
+      assert.deepEqual(await due(iso(0), ours), [`${stays.id}:${expired.id}`]);
+      assert.deepEqual(await eventIds(tenantId, stays.id), [expired.id]);
+
+      // A later event goes to the endpoints left.
+      const next = event(tenantId, 'session.expired', { created_at: iso(1) });
+      await queue(tenantId, [next]);
+      assert.deepEqual(await eventIds(tenantId, stays.id), [expired.id, next.id].sort());
+      await deliverAll(iso(1), ours);
+    });
+
+    it('deleteOldWebhookDeliveries deletes delivered and failed deliveries created before the instant, never pending ones', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed']);
+      // 1980: before any other test's deliveries, so that the count is this test's alone.
+      const old = Date.parse('1980-01-01T00:00:00.000Z');
+      const at = (ms: number) => new Date(old + ms).toISOString();
+      const delivered = event(tenantId, 'turn.completed', { created_at: at(0) });
+      const failed = event(tenantId, 'turn.completed', { created_at: at(1) });
+      const pending = event(tenantId, 'turn.completed', { created_at: at(2) });
+      const recent = event(tenantId, 'turn.completed', { created_at: at(10_000) });
+      await queue(tenantId, [delivered, failed, pending, recent]);
+      const byEvent = new Map(
+        (await deliveries(tenantId, webhook.id)).map((d) => [d.event_id, d.id] as const),
+      );
+      await attempt(byEvent.get(delivered.id) ?? '', 'delivered', 200, at(20_000), null);
+      await attempt(byEvent.get(failed.id) ?? '', 'failed', 404, at(20_000), null);
+      await attempt(byEvent.get(recent.id) ?? '', 'delivered', 200, at(20_000), null);
+
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 2);
+      assert.deepEqual(await eventIds(tenantId, webhook.id), [pending.id, recent.id].sort());
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 0);
+      await deliverAll(at(10_000), new Set([webhook.id]));
+    });
+  });
+}
