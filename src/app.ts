@@ -39,6 +39,14 @@ import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
+import { WebhookDeliverer } from './webhooks/deliverer.ts';
+import { createWebhookMetrics } from './webhooks/webhook-metrics.ts';
+
+// Webhook deliveries: how often a process looks for due ones (a commit here also wakes it), how long an
+// attempt may take, and how many go at once.
+const WEBHOOK_POLL_MS = 1000;
+const WEBHOOK_TIMEOUT_MS = 10_000;
+const WEBHOOK_CONCURRENCY = 16;
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -279,9 +287,21 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       metrics.residentLimit.set(limit);
     },
   });
+  const webhooks = new WebhookDeliverer({
+    store,
+    shards: () => coordinator.servedShards(),
+    retrySchedule: config.webhooks.retryScheduleMs,
+    allowPrivate: config.webhooks.allowPrivate,
+    pollMs: WEBHOOK_POLL_MS,
+    timeoutMs: WEBHOOK_TIMEOUT_MS,
+    concurrency: WEBHOOK_CONCURRENCY,
+    metrics: createWebhookMetrics(app.metrics),
+    log: app.log,
+  });
   const host = new SessionHost({
     store,
     coordinator,
+    queuedWebhookEvents: () => webhooks.wake(),
     run: createOperationRunner({
       store,
       catalogue,
@@ -345,6 +365,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.addHook('onReady', async () => {
     await coordinator.start();
     host.start();
+    webhooks.start();
   });
   // Nothing a client leaves open holds the stop up: from the drain on, answers ask clients to close their
   // connections, and once the listener is closed each connection goes as soon as its answers are done.
@@ -366,6 +387,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     }
   });
   app.addHook('onClose', async () => {
+    await webhooks.stop();
     await host.close(Math.max(0, stopDeadline - Date.now()));
     await coordinator.stop();
     redis?.disconnect();

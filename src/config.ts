@@ -1,6 +1,7 @@
 // The only reader of process.env: one zod schema, validated once at start, frozen.
 // A bad value stops the start with one line that names the variable.
 import { z } from 'zod';
+import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/retry-schedule.ts';
 
 const MiB = 1024 * 1024;
 
@@ -62,6 +63,18 @@ const envSchema = z
     PARLEY_DEMO: optionalString.pipe(
       z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
     ),
+    PARLEY_WEBHOOK_ALLOW_PRIVATE: optionalString.pipe(
+      z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
+    ),
+    PARLEY_WEBHOOK_RETRY_SCHEDULE: optionalString.transform((v, ctx) => {
+      if (v === undefined) return DEFAULT_WEBHOOK_RETRY_SCHEDULE;
+      const parsed = parseRetrySchedule(v);
+      if (typeof parsed === 'string') {
+        ctx.addIssue({ code: 'custom', message: parsed });
+        return z.NEVER;
+      }
+      return parsed;
+    }),
     PARLEY_REQUEST_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
     PARLEY_HEADERS_TIMEOUT_MS: integer(1, 3_600_000).default(10_000),
     PARLEY_KEEP_ALIVE_TIMEOUT_MS: integer(1, 3_600_000).default(72_000),
@@ -120,6 +133,11 @@ export interface Config {
   readonly nodeHeader: boolean;
   /** Whether GET /demo serves a chat page on the `demo` agent (PARLEY_DEMO; on by default for one SQLite node). */
   readonly demo: boolean;
+  /**
+   * Webhooks (DESIGN §15): whether endpoints may be on private or loopback addresses (on by default for one
+   * SQLite node), and the waits between a delivery's attempts (after the last one it is failed).
+   */
+  readonly webhooks: { readonly allowPrivate: boolean; readonly retryScheduleMs: readonly number[] };
   /**
    * Receiving a request (headers, then body) is bounded; a streamed reply is not. Idle keep-alive sockets
    * close after keepAliveMs; connections beyond maxConnections are closed as they arrive.
@@ -192,6 +210,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     nodeHeader: e.PARLEY_NODE_HEADER,
     // A shared store or a cluster is a deployment, where a page that mints conversations for anyone is opt-in.
     demo: e.PARLEY_DEMO === undefined ? !e.DATABASE_URL && !e.REDIS_URL : e.PARLEY_DEMO === 'true',
+    webhooks: {
+      allowPrivate:
+        e.PARLEY_WEBHOOK_ALLOW_PRIVATE === undefined
+          ? !e.DATABASE_URL && !e.REDIS_URL
+          : e.PARLEY_WEBHOOK_ALLOW_PRIVATE === 'true',
+      retryScheduleMs: e.PARLEY_WEBHOOK_RETRY_SCHEDULE,
+    },
     http: {
       requestTimeoutMs: e.PARLEY_REQUEST_TIMEOUT_MS,
       headersTimeoutMs: e.PARLEY_HEADERS_TIMEOUT_MS,

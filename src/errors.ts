@@ -40,10 +40,16 @@ export const errorCatalogue = {
   message_not_found: { status: 404, name: 'MessageNotFoundError', message: 'No such message.' },
   turn_not_found: { status: 404, name: 'TurnNotFoundError', message: 'No such turn in this session.' },
   file_not_found: { status: 404, name: 'FileNotFoundError', message: 'No such file.' },
+  webhook_not_found: { status: 404, name: 'WebhookNotFoundError', message: 'No such webhook endpoint.' },
   user_reference_conflict: {
     status: 409,
     name: 'UserReferenceConflictError',
     message: 'A user with this reference already exists.',
+  },
+  webhook_limit_reached: {
+    status: 409,
+    name: 'WebhookLimitReachedError',
+    message: 'The tenant has as many webhook endpoints as allowed; delete one first.',
   },
   session_closed: { status: 409, name: 'SessionClosedError', message: 'The session is closed.' },
   session_expired: { status: 409, name: 'SessionExpiredError', message: 'The session has expired.' },

@@ -4,7 +4,19 @@ import { customAlphabet } from 'nanoid';
 const alphabet = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const random = customAlphabet(alphabet, 21);
 
-export type IdPrefix = 'usr' | 'file' | 'ses' | 'msg' | 'key' | 'turn' | 'fb' | 'tok' | 'call' | 'wh' | 'whd' | 'evt';
+export type IdPrefix =
+  | 'usr'
+  | 'file'
+  | 'ses'
+  | 'msg'
+  | 'key'
+  | 'turn'
+  | 'fb'
+  | 'tok'
+  | 'call'
+  | 'wh'
+  | 'whd'
+  | 'evt';
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${random()}`;

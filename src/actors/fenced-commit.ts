@@ -4,7 +4,14 @@
 // shard_moving.
 import { shardMoving } from '../errors.ts';
 import { persistedSnapshot } from '../machines/session.ts';
-import { type Fence, type SessionWriteResult, StaleEpochError, type Store } from '../store/store.ts';
+import {
+  type Fence,
+  type SessionWriteResult,
+  StaleEpochError,
+  type Store,
+  type WebhookEvent,
+} from '../store/store.ts';
+import { sessionEndedEvent } from '../webhooks/webhook-events.ts';
 import type { SessionChange } from './operation-context.ts';
 import type { SessionEntry } from './resident-actors.ts';
 
@@ -14,6 +21,8 @@ export interface FencedCommitDeps {
   fence(shard: number): Fence | null;
   /** A write of `shard` was refused for a stale epoch. */
   lost(shard: number): void;
+  /** A write queued webhook events: the deliverer may look at once. */
+  queuedWebhookEvents?(): void;
 }
 
 export async function commitFenced(
@@ -27,10 +36,12 @@ export async function commitFenced(
   const { event, patch, ...write } = change;
   const snapshot = persistedSnapshot(entry.actor.getSnapshot(), event);
   const keyed = write.idempotency !== undefined || write.idempotencyResponse !== undefined;
+  const events = withSessionEvents(entry, change);
   let result: SessionWriteResult;
   try {
     result = await deps.store.commitSession({
       ...write,
+      ...events,
       session_id: id,
       fence,
       patch: { ...patch, snapshot },
@@ -44,8 +55,34 @@ export async function commitFenced(
     // key lookup that read while it was in flight took the count from before it, and so reads again.
     if (keyed) entry.keyedCommits++;
   }
+  if (events?.webhookEvents) deps.queuedWebhookEvents?.();
   entry.session.messages_count = result.messages_count;
+  // Kept for the session events' record; the rest of the row is the actor's snapshot.
+  if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;
   entry.history.append(result.messages);
   if (event) entry.actor.send(event);
   return result;
+}
+
+/**
+ * The change's webhook events, with session.closed or session.expired added when it ends the session
+ * (terminate, an inactivity final message, expiry): the record as it will be after the write, at its time.
+ */
+function withSessionEvents(
+  entry: SessionEntry,
+  change: SessionChange,
+): { webhookEvents: WebhookEvent[]; at?: string } | undefined {
+  const { patch, webhookEvents } = change;
+  const ended = patch?.status === 'closed' || patch?.status === 'expired' ? patch.status : null;
+  if (!ended) return webhookEvents ? { webhookEvents } : undefined;
+  const { session } = entry;
+  const at = change.at ?? new Date().toISOString();
+  const ending = sessionEndedEvent(session, ended, {
+    updated_at: at,
+    messages_count: session.messages_count + (change.messages?.length ?? 0),
+    last_message_at: patch?.last_message_at ?? session.last_message_at,
+    closed_at: patch?.closed_at ?? session.closed_at,
+    close_reason: patch?.close_reason ?? session.close_reason,
+  });
+  return { webhookEvents: [...(webhookEvents ?? []), ending], at };
 }

@@ -40,6 +40,8 @@ export interface SessionHostOptions {
   /** How often to passivate idle actors and expire due sessions. */
   sweepMs: number;
   maxWaiting?: number;
+  /** A commit queued webhook events (the deliverer looks at once instead of at its next poll). */
+  queuedWebhookEvents?(): void;
   log?: { warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
 }
 
@@ -75,6 +77,7 @@ export class SessionHost implements ShardHandler {
       store: options.store,
       fence: (shard) => options.coordinator.fence(shard),
       lost: (shard) => this.#lostShard(shard),
+      queuedWebhookEvents: options.queuedWebhookEvents,
     };
     // Every running model call listens on it: as many listeners as turns in flight, not a leak.
     setMaxListeners(0, this.#shutdown.signal);

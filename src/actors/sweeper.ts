@@ -1,12 +1,14 @@
 // The sweeper: every `sweepMs` it passivates the actors idle too long, expires the due sessions of the shards
-// this process serves and deletes Idempotency-Key records past retention. One sweep at a time; a failed
-// one is logged and the next retries.
+// this process serves and deletes Idempotency-Key records and webhook deliveries past retention. One sweep
+// at a time; a failed one is logged and the next retries.
 import type { Coordinator } from '../cluster/coordinator.ts';
 import type { Store } from '../store/store.ts';
 import type { ResidentActors } from './resident-actors.ts';
 
 /** Most due sessions expired by one sweep; the next sweep takes the rest. */
 const EXPIRIES_PER_SWEEP = 500;
+/** How long delivered and failed webhook deliveries stay listed. */
+export const WEBHOOK_DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
 export interface SweeperOptions {
   store: Store;
@@ -53,6 +55,9 @@ export class Sweeper {
         await this.#o.expireIfDue(id).catch((err) => log?.warn({ err, session_id: id }, 'expiry failed'));
       }
       await store.deleteExpiredIdempotencyRecords(now);
+      await store.deleteOldWebhookDeliveries(
+        new Date(Date.now() - WEBHOOK_DELIVERY_RETENTION_MS).toISOString(),
+      );
     } catch (err) {
       log?.warn({ err }, 'session sweep failed; the next one retries');
     } finally {

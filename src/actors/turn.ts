@@ -18,6 +18,7 @@ import { systemPrompt } from '../agents/prompt.ts';
 import type { ModelReply, Provider, Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import type { ContentBlock, JsonObject, MessageRecord } from '../store/store.ts';
+import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.ts';
 import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idempotency.ts';
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { type PublicMessage, publicMessage } from './public-message.ts';
@@ -143,6 +144,7 @@ export async function runTurn(
     reply = await runSteps(deps, context, { agent, turnId, ask, resumed });
   } catch (err) {
     counted(err instanceof AppError ? err.code : 'error');
+    await reportFailure(deps, context, turnId, err);
     throw err;
   }
   const at = new Date().toISOString();
@@ -172,12 +174,37 @@ export async function runTurn(
     ],
     ...activity(at, ttlMs, false),
     ...(idempotency ? { idempotencyResponse: keyAnswer(idempotency, agentMessage) } : {}),
+    webhookEvents: [turnCompletedEvent(session, turnId, agentMessage, at)],
   });
   counted('replied');
   metrics.tokens.inc({ agent: agent.id, direction: 'input' }, reply.usage.input_tokens);
   metrics.tokens.inc({ agent: agent.id, direction: 'output' }, reply.usage.output_tokens);
   metrics.turnDuration.observe((performance.now() - started) / 1000);
   return { turn_id: turnId, agent_message: agentMessage, usage: reply.usage, replayed: false };
+}
+
+/**
+ * turn.failed, committed on its own: the turn's messages are stored and its reply will not come from this
+ * attempt. Not when the write itself cannot be made (the shard moved, the store failed): the turn is then
+ * the next owner's, and a keyed retry finishes it.
+ */
+async function reportFailure(
+  deps: OperationDeps,
+  context: OperationContext,
+  turnId: string,
+  err: unknown,
+): Promise<void> {
+  const error =
+    err instanceof AppError
+      ? { code: err.code, message: err.message }
+      : { code: 'internal_error', message: 'Something went wrong on our side.' };
+  if (error.code === 'shard_moving') return;
+  const at = new Date().toISOString();
+  try {
+    await context.commit({ at, webhookEvents: [turnFailedEvent(context.entry.session, turnId, error, at)] });
+  } catch (commitErr) {
+    deps.log.warn({ err: commitErr, turn_id: turnId }, 'the turn.failed webhook event could not be stored');
+  }
 }
 
 /** `ask`, observing the time from the turn's start to its first text, whichever step writes it. */

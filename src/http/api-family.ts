@@ -15,6 +15,7 @@ import { runRoutes } from './run.ts';
 import { sessionsRoutes } from './sessions.ts';
 import type { LiveTurns } from './turn-log.ts';
 import { usersRoutes } from './users.ts';
+import { webhooksRoutes } from './webhooks.ts';
 
 export interface ApiFamilyOptions {
   store: Store;
@@ -51,4 +52,5 @@ export async function apiFamily(
   await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs, turns });
   await scope.register(runRoutes, { sessions });
   await scope.register(conversationsRoutes, { sessions, tokens });
+  await scope.register(webhooksRoutes, { store, allowPrivate: config.webhooks.allowPrivate });
 }

@@ -59,6 +59,8 @@ const upload: ErrorCode[] = ['file_too_large', 'tenant_file_quota', 'unsupported
 /** A file of a conversation is the key's only where the key may use the conversation's agent. */
 const fileErrors: ErrorCode[] = [...apiKey, 'agent_forbidden', 'file_not_found'];
 const ending: ErrorCode[] = ['session_closed', 'session_expired'];
+/** Webhook endpoints are managed with a key for every agent. */
+const webhooks: ErrorCode[] = [...apiKey, 'forbidden'];
 
 const A = '/v1/agents';
 const P = '/v1/public/agents/conversations/{conversation_id}';
@@ -149,6 +151,28 @@ export const operationDocs: Record<string, OperationDoc> = {
     id: 'refreshConversationToken',
     ok: 'A new session token',
     errors: [...apiKey, 'agent_forbidden', 'conversation_not_found', 'shard_moving'],
+  },
+
+  [`POST ${A}/webhooks`]: {
+    id: 'createWebhook',
+    ok: 'The endpoint, with its signing secret (shown only here)',
+    errors: [...webhooks, 'webhook_limit_reached'],
+  },
+  [`GET ${A}/webhooks`]: { id: 'listWebhooks', ok: "The tenant's endpoints", errors: webhooks },
+  [`GET ${A}/webhooks/{webhook_id}`]: {
+    id: 'getWebhook',
+    ok: 'The endpoint',
+    errors: [...webhooks, 'webhook_not_found'],
+  },
+  [`DELETE ${A}/webhooks/{webhook_id}`]: {
+    id: 'deleteWebhook',
+    ok: 'Deleted',
+    errors: [...webhooks, 'webhook_not_found'],
+  },
+  [`GET ${A}/webhooks/{webhook_id}/deliveries`]: {
+    id: 'listWebhookDeliveries',
+    ok: "A page of the endpoint's deliveries",
+    errors: [...webhooks, 'webhook_not_found'],
   },
 
   [`GET ${P}`]: { id: 'getConversation', ok: 'The conversation', errors: token },

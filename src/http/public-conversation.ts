@@ -8,6 +8,7 @@ import { conversationMessage, type PublicMessage } from '../actors/public-messag
 import type { SessionService } from '../actors/session-service.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
+import { feedbackEvent } from '../webhooks/webhook-events.ts';
 import { registerChatRoute } from './chat-routes.ts';
 import {
   conversationParams,
@@ -99,14 +100,13 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     async (request) => {
       const { tenantId, sessionId, authorize } = tokenSession(request);
       // Feedback is welcome after the conversation ended, so it needs no actor: a row of its own.
-      await sessions.getSession(tenantId, sessionId, authorize);
+      const session = await sessions.getSession(tenantId, sessionId, authorize);
       const { score, comment, metadata } = request.body;
-      const stored = await store.upsertFeedback(sessionId, {
-        id: newId('fb'),
-        score,
-        comment: comment ?? null,
-        metadata: metadata ?? {},
-      });
+      const stored = await store.upsertFeedback(
+        sessionId,
+        { id: newId('fb'), score, comment: comment ?? null, metadata: metadata ?? {} },
+        feedbackEvent(session),
+      );
       return {
         id: stored.id,
         score: stored.score,

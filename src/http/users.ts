@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Store, UserFields } from '../store/store.ts';
+import { userDeletedEvent } from '../webhooks/webhook-events.ts';
 import { tenantOf } from './api-key-auth.ts';
 import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import { userFields, userParams, userSchema } from './user-schemas.ts';
@@ -112,8 +113,14 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
       },
     },
     async (request, reply) => {
-      const deleted = await store.deleteUser(tenantOf(request), request.params.user_id);
-      if (!deleted) throw notFound(request.params.user_id);
+      const tenantId = tenantOf(request);
+      const { user_id } = request.params;
+      const deleted = await store.deleteUser(
+        tenantId,
+        user_id,
+        userDeletedEvent(tenantId, user_id, new Date().toISOString()),
+      );
+      if (!deleted) throw notFound(user_id);
       return reply.code(204).send(null);
     },
   );

@@ -1,0 +1,71 @@
+// Schemas of the Webhook resource (DESIGN §15): registering an endpoint, the endpoint as answered (its
+// secret only in the 201), a delivery, and the payload every delivery posts.
+import { z } from 'zod';
+import { WEBHOOK_EVENT_TYPES } from '../store/store.ts';
+import { timestamp } from './schemas.ts';
+
+/** A tenant's endpoints at most: each event is queued once per subscribed endpoint, in the change's write. */
+export const MAX_WEBHOOKS_PER_TENANT = 20;
+
+export const webhookEventType = z.enum(WEBHOOK_EVENT_TYPES);
+
+/** `whsec_` + base64 of 24 to 64 bytes, as Standard Webhooks libraries read it. */
+export const webhookSecret = z
+  .string()
+  .regex(/^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/, 'Must be whsec_ followed by base64 of 24 to 64 bytes');
+
+export const webhookCreate = z
+  .strictObject({
+    url: z
+      .url({ protocol: /^https?$/, error: 'Must be an http or https URL' })
+      .max(2048)
+      .meta({
+        description:
+          'Where deliveries are POSTed. Private and loopback addresses are refused unless the server allows them.',
+      }),
+    events: z
+      .array(webhookEventType)
+      .min(1)
+      .max(WEBHOOK_EVENT_TYPES.length)
+      .refine((events) => new Set(events).size === events.length, {
+        message: 'Each event at most once',
+        params: { type: 'unique' },
+      }),
+    secret: webhookSecret.optional().meta({
+      description: 'The signing secret; generated when left out. Shown only in this answer.',
+    }),
+  })
+  .meta({
+    examples: [{ url: 'https://crm.example.com/parley', events: ['session.closed', 'feedback.submitted'] }],
+  });
+
+export const webhookSchema = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(webhookEventType),
+    created_at: timestamp,
+  })
+  .meta({ id: 'Webhook' });
+
+export const createdWebhookSchema = webhookSchema
+  .extend({
+    secret: z.string().meta({ description: 'Verifies the webhook-signature header; shown only here.' }),
+  })
+  .meta({ id: 'CreatedWebhook' });
+
+export const webhookDeliverySchema = z
+  .object({
+    id: z.string(),
+    event_id: z.string().meta({ description: 'The webhook-id header of every attempt' }),
+    type: webhookEventType,
+    status: z.enum(['pending', 'delivered', 'failed']),
+    attempts: z.number().int(),
+    last_status_code: z.number().int().nullable(),
+    last_attempt_at: timestamp.nullable(),
+    next_attempt_at: timestamp.nullable(),
+    created_at: timestamp,
+  })
+  .meta({ id: 'WebhookDelivery' });
+
+export const webhookParams = z.object({ webhook_id: z.string() });

@@ -1,0 +1,128 @@
+// The events Parley reports to webhooks (DESIGN §15), each built where the change it reports is committed and
+// queued in that change's transaction. The payload is written once, as every attempt will send it.
+import { shardOf } from '../cluster/shard.ts';
+import { toSession } from '../http/session-schemas.ts';
+import { newId } from '../ids.ts';
+import type {
+  Feedback,
+  SessionRecord,
+  SessionStatus,
+  WebhookEvent,
+  WebhookEventType,
+} from '../store/store.ts';
+
+/** What the session events say about the session; the rest of the turn and feedback events name it. */
+type SessionFacts = Pick<SessionRecord, 'id' | 'tenant_id' | 'agent_id' | 'user' | 'shard'>;
+
+function event(
+  tenantId: string,
+  type: WebhookEventType,
+  orderingKey: string,
+  shard: number,
+  data: unknown,
+  at: string,
+): WebhookEvent {
+  return {
+    id: newId('evt'),
+    tenant_id: tenantId,
+    type,
+    ordering_key: orderingKey,
+    shard,
+    payload: JSON.stringify({ type, timestamp: at, data }),
+    created_at: at,
+  };
+}
+
+/** The reason a session event gives for an expiry, which has no close reason of its own. */
+export const EXPIRED_REASON = 'ttl';
+
+/**
+ * session.closed or session.expired: the Session record as it is after the change, plus `reason` (the
+ * close reason; `ttl` for an expiry).
+ */
+export function sessionEndedEvent(
+  session: SessionRecord,
+  status: Extract<SessionStatus, 'closed' | 'expired'>,
+  after: Pick<
+    SessionRecord,
+    'updated_at' | 'messages_count' | 'last_message_at' | 'closed_at' | 'close_reason'
+  >,
+): WebhookEvent {
+  const record = toSession({ ...session, ...after, status });
+  const reason = status === 'closed' ? after.close_reason : EXPIRED_REASON;
+  return event(
+    session.tenant_id,
+    status === 'closed' ? 'session.closed' : 'session.expired',
+    session.id,
+    session.shard,
+    { ...record, reason },
+    after.updated_at,
+  );
+}
+
+const about = (session: SessionFacts) => ({
+  session_id: session.id,
+  agent_id: session.agent_id,
+  user: session.user,
+});
+
+/** turn.completed: the agent's reply was stored. */
+export function turnCompletedEvent(
+  session: SessionFacts,
+  turnId: string,
+  message: unknown,
+  at: string,
+): WebhookEvent {
+  return event(
+    session.tenant_id,
+    'turn.completed',
+    session.id,
+    session.shard,
+    { ...about(session), turn_id: turnId, message },
+    at,
+  );
+}
+
+/** turn.failed: the turn's messages were stored but no reply came; `error` is what its caller was told. */
+export function turnFailedEvent(
+  session: SessionFacts,
+  turnId: string,
+  error: { code: string; message: string },
+  at: string,
+): WebhookEvent {
+  return event(
+    session.tenant_id,
+    'turn.failed',
+    session.id,
+    session.shard,
+    { ...about(session), turn_id: turnId, error },
+    at,
+  );
+}
+
+/** feedback.submitted, built from the feedback as stored (a later one keeps the first id). */
+export const feedbackEvent =
+  (session: SessionFacts) =>
+  (feedback: Feedback): WebhookEvent =>
+    event(
+      session.tenant_id,
+      'feedback.submitted',
+      session.id,
+      session.shard,
+      {
+        ...about(session),
+        feedback: {
+          id: feedback.id,
+          score: feedback.score,
+          comment: feedback.comment,
+          metadata: feedback.metadata,
+          submitted_at: feedback.submitted_at,
+        },
+      },
+      feedback.submitted_at,
+    );
+
+/** user.deleted, delivered by the owner of the user id's shard, in order with that user's other events. */
+export function userDeletedEvent(tenantId: string, userId: string, at: string): WebhookEvent {
+  return event(tenantId, 'user.deleted', userId, shardOf(userId), { id: userId, deleted_at: at }, at);
+}
