@@ -42,12 +42,6 @@ import { AgentTools } from './tools/agent-tools.ts';
 import { WebhookDeliverer } from './webhooks/deliverer.ts';
 import { createWebhookMetrics } from './webhooks/webhook-metrics.ts';
 
-// Webhook deliveries: how often a process looks for due ones (a commit here also wakes it), how long an
-// attempt may take, and how many go at once.
-const WEBHOOK_POLL_MS = 1000;
-const WEBHOOK_TIMEOUT_MS = 10_000;
-const WEBHOOK_CONCURRENCY = 16;
-
 declare module 'fastify' {
   interface FastifyInstance {
     /** The session actors of this process (tests passivate and inspect them). */
@@ -290,11 +284,9 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const webhooks = new WebhookDeliverer({
     store,
     shards: () => coordinator.servedShards(),
+    serves: (shard) => coordinator.serves(shard),
     retrySchedule: config.webhooks.retryScheduleMs,
     allowPrivate: config.webhooks.allowPrivate,
-    pollMs: WEBHOOK_POLL_MS,
-    timeoutMs: WEBHOOK_TIMEOUT_MS,
-    concurrency: WEBHOOK_CONCURRENCY,
     metrics: createWebhookMetrics(app.metrics),
     log: app.log,
   });

@@ -55,7 +55,7 @@ export async function commitFenced(
     // key lookup that read while it was in flight took the count from before it, and so reads again.
     if (keyed) entry.keyedCommits++;
   }
-  if (events?.webhookEvents) deps.queuedWebhookEvents?.();
+  if (result.webhook_deliveries > 0) deps.queuedWebhookEvents?.();
   entry.session.messages_count = result.messages_count;
   // Kept for the session events' record; the rest of the row is the actor's snapshot.
   if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;

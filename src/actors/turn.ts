@@ -185,8 +185,8 @@ export async function runTurn(
 
 /**
  * turn.failed, committed on its own: the turn's messages are stored and its reply will not come from this
- * attempt. Not when the write itself cannot be made (the shard moved, the store failed): the turn is then
- * the next owner's, and a keyed retry finishes it.
+ * attempt. Not when the shard moves or the process stops (the turn is then the next owner's, and a keyed
+ * retry may finish it), nor when the write itself fails.
  */
 async function reportFailure(
   deps: OperationDeps,
@@ -198,7 +198,8 @@ async function reportFailure(
     err instanceof AppError
       ? { code: err.code, message: err.message }
       : { code: 'internal_error', message: 'Something went wrong on our side.' };
-  if (error.code === 'shard_moving') return;
+  // Moving or stopping: the turn is not over, a keyed retry on the next owner may still complete it.
+  if (error.code === 'shard_moving' || context.signal.aborted) return;
   const at = new Date().toISOString();
   try {
     await context.commit({ at, webhookEvents: [turnFailedEvent(context.entry.session, turnId, error, at)] });

@@ -34,7 +34,23 @@ export const chatRequest = z
       .meta({ description: "'submit-message' or 'regenerate-message'; both send the newest user message" }),
     messageId: z.string().optional().meta({ description: 'Not used' }),
   })
-  .meta({ id: 'ChatRequest' });
+  .meta({
+    id: 'ChatRequest',
+    // As DefaultChatTransport sends it, the client's own ids included.
+    examples: [
+      {
+        id: 'Hq3sVwE9kLm2PzXa',
+        messages: [
+          {
+            id: 'b7TnQ4cYx2RfJp8K',
+            role: 'user',
+            parts: [{ type: 'text', text: 'What are your opening hours?' }],
+          },
+        ],
+        trigger: 'submit-message',
+      },
+    ],
+  });
 
 export type ChatRequest = z.infer<typeof chatRequest>;
 

@@ -4,7 +4,10 @@ import { z } from 'zod';
 import type { SessionRecord } from '../store/store.ts';
 import { conversationMessageSchema } from './message-schemas.ts';
 import { metadataSchema, text, timestamp } from './schemas.ts';
-import { sessionSchema, sessionStatus } from './session-schemas.ts';
+import { sessionExample, sessionSchema, sessionStatus } from './session-schemas.ts';
+
+/** The example session as its front-end sees it. */
+const { user: _user, context: _context, metadata: _metadata, ...conversationExample } = sessionExample;
 
 /** The conversation record: no metadata, context or user. */
 export const conversationSchema = sessionSchema
@@ -19,7 +22,7 @@ export const conversationSchema = sessionSchema
     messages_count: true,
     last_message_at: true,
   })
-  .meta({ id: 'Conversation' });
+  .meta({ id: 'Conversation', examples: [conversationExample] });
 
 export const toConversation = (s: SessionRecord): z.infer<typeof conversationSchema> => ({
   id: s.id,
@@ -41,11 +44,32 @@ const sessionToken = {
   expires_at: timestamp.meta({ description: 'When the token stops being accepted' }),
 };
 
-export const sessionTokenSchema = z.object(sessionToken).meta({ id: 'SessionToken' });
+/** A token for the example conversation, minted as it started (PARLEY_TOKEN_TTL: 15 minutes). */
+const sessionTokenExample = {
+  session_token:
+    'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ0aWQiOiJhY21lIiwiYWd0Ijoic3VwcG9ydCIsImtpZCI6ImtleV9jMWJqVU5WdVRGNml4ZVpuUE13S3EiLCJpc3MiOiJwYXJsZXkiLCJhdWQiOiJwYXJsZXktcHVibGljIiwic3ViIjoic2VzX1c5UXpVTFFPdDZLSlNBMTNxc2M2MSIsImp0aSI6InRva19mN2cyMktUUUVBVHdERnJkalJpeFgiLCJpYXQiOjE3NzI0NDI5MDAsImV4cCI6MTc3MjQ0MzgwMH0.TL9reHX0azkgnwUunrIr82gcoEDcdt0qQk69hId12oE',
+  expires_at: '2026-03-02T09:30:00.000Z',
+};
 
-export const conversationStart = z
-  .object({ conversation: conversationSchema, ...sessionToken })
-  .meta({ id: 'ConversationStart' });
+export const sessionTokenSchema = z
+  .object(sessionToken)
+  .meta({ id: 'SessionToken', examples: [sessionTokenExample] });
+
+export const conversationStart = z.object({ conversation: conversationSchema, ...sessionToken }).meta({
+  id: 'ConversationStart',
+  // As the conversation started: no message yet.
+  examples: [
+    {
+      conversation: {
+        ...conversationExample,
+        updated_at: conversationExample.created_at,
+        messages_count: 0,
+        last_message_at: null,
+      },
+      ...sessionTokenExample,
+    },
+  ],
+});
 
 export const feedbackRequest = z
   .strictObject({
@@ -53,7 +77,7 @@ export const feedbackRequest = z
     comment: text().max(2000).nullable().optional(),
     metadata: metadataSchema.nullable().optional(),
   })
-  .meta({ id: 'FeedbackCreate' });
+  .meta({ id: 'FeedbackCreate', examples: [{ score: 9, comment: 'Quick and clear' }] });
 
 export const feedbackSchema = z
   .object({
@@ -62,11 +86,21 @@ export const feedbackSchema = z
     submitted_at: timestamp,
     comment: z.string().nullable(),
   })
-  .meta({ id: 'Feedback' });
+  .meta({
+    id: 'Feedback',
+    examples: [
+      {
+        id: 'fb_JoGBbL2IqHxmRKAUYuqtq',
+        score: 9,
+        submitted_at: '2026-03-02T09:19:42.560Z',
+        comment: 'Quick and clear',
+      },
+    ],
+  });
 
 export const inactivityRequest = z
   .strictObject({ step: z.enum(['warning', 'final']) })
-  .meta({ id: 'InactivityCreate' });
+  .meta({ id: 'InactivityCreate', examples: [{ step: 'warning' }] });
 
 export const inactivityResult = z
   .object({
@@ -74,4 +108,21 @@ export const inactivityResult = z
     message: conversationMessageSchema,
     conversation_status: sessionStatus,
   })
-  .meta({ id: 'InactivityResult' });
+  .meta({
+    id: 'InactivityResult',
+    examples: [
+      {
+        step: 'warning',
+        // The agent's inactivity.warning_message, stored as its message; no model produced it.
+        message: {
+          id: 'msg_tVhKPRLot4YUvd5lHVjvW',
+          role: 'assistant',
+          content: [{ type: 'text', text: 'Are you still there? This conversation will close soon.' }],
+          created_at: '2026-03-02T09:18:21.402Z',
+          stop_reason: null,
+          usage: null,
+        },
+        conversation_status: 'active',
+      },
+    ],
+  });

@@ -3,6 +3,7 @@
 // the event stream, the errors a turn may end in).
 import { z } from 'zod';
 import { STOP_REASONS } from '../store/store.ts';
+import { conversationFileExample } from './file-schemas.ts';
 import { errorEnvelope, metadataSchema, text, timestamp } from './schemas.ts';
 import { turnEventSchema } from './stream-events.ts';
 
@@ -75,7 +76,7 @@ export const messageRequest = z
       {
         content: [
           { type: 'text', text: 'Is this the right part?' },
-          { type: 'image', file_id: 'file_8bq2n4k7x1' },
+          { type: 'image', file_id: conversationFileExample.id },
         ],
         metadata: { crm_ticket: 'T-1042' },
       },
@@ -109,6 +110,21 @@ export const toolCallSchema = z
   })
   .meta({ id: 'ToolCall' });
 
+/** The agent's reply to the first example of MessageCreate. */
+export const messageExample = {
+  id: 'msg_IYSjka3ruqO7fQHIdFHWN',
+  role: 'assistant',
+  content: [{ type: 'text', text: 'We are open 9:00 to 18:00, Monday to Friday.' }],
+  created_at: '2026-03-02T09:16:21.877Z',
+  metadata: null,
+  stop_reason: 'end',
+  usage: { input_tokens: 412, output_tokens: 14 },
+  tool_calls: [],
+};
+
+/** The same reply as the public family shows it: no metadata, no tool calls (the agent exposes none). */
+const { metadata: _metadata, tool_calls: _calls, ...conversationMessageExample } = messageExample;
+
 export const messageSchema = z
   .object({
     id: z.string(),
@@ -128,7 +144,7 @@ export const messageSchema = z
         "The turn's tool calls, in the order the model asked for them; null on messages no model produced",
     }),
   })
-  .meta({ id: 'Message' });
+  .meta({ id: 'Message', examples: [messageExample] });
 
 /**
  * The Message of the public family: its metadata is the integrator's, never shown to the end user; its tool
@@ -137,7 +153,7 @@ export const messageSchema = z
 export const conversationMessageSchema = messageSchema
   .omit({ metadata: true })
   .extend({ tool_calls: messageSchema.shape.tool_calls.optional() })
-  .meta({ id: 'ConversationMessage' });
+  .meta({ id: 'ConversationMessage', examples: [conversationMessageExample] });
 
 /** The Idempotency-Key header: 1–255 printable ASCII characters. */
 export const idempotencyHeaders = z.object({

@@ -1,6 +1,6 @@
 // The OpenAPI 3.1 document, generated from the zod route schemas and completed from openapi-operations.ts
-// (operationIds, response descriptions with the error codes of each status, response headers), served at
-// /openapi.json with a docs page at /docs.
+// (operationIds, descriptions, response descriptions with the error codes of each status, response headers)
+// and with an example for every JSON body, served at /openapi.json with a docs page at /docs.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
@@ -8,8 +8,10 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import { z } from 'zod';
 import { errorCatalogue } from '../errors.ts';
 import { VERSION } from '../version.ts';
-import { contentBlockDocumented } from './message-schemas.ts';
+import { contentBlockDocumented, messageExample } from './message-schemas.ts';
 import { describeStatus, genericErrors, type OperationDoc, operationDocs } from './openapi-operations.ts';
+import { sessionExample } from './session-schemas.ts';
+import { userExample } from './user-schemas.ts';
 
 type Json = Record<string, unknown>;
 type Document = Parameters<typeof jsonSchemaTransformObject>[0];
@@ -112,6 +114,7 @@ function optionalBody(op: Json, schemas: Record<string, unknown>): void {
 /** Completes one operation from its entry in operationDocs. */
 function completeOperation(op: Json, about: OperationDoc, rateLimited: boolean): void {
   op.operationId = about.id;
+  op.description = about.description;
   if (about.open) op.security = [];
   const responses = (op.responses ?? {}) as Record<string, Json>;
   const statuses = new Set(about.errors.map((code) => String(errorCatalogue[code].status)));
@@ -178,6 +181,69 @@ function documentTurnEvents(schemas: Record<string, unknown>): void {
   Object.assign(union, { discriminator: { propertyName: 'event', mapping } });
 }
 
+/** Examples of the components whose zod schemas live in a route module (run.ts) rather than a *-schemas.ts. */
+const componentExamples: Record<string, unknown[]> = {
+  RunRequest: [
+    {
+      messages: [{ content: 'What are your opening hours?' }],
+      user: { reference: userExample.reference },
+      context: { plan: 'pro' },
+    },
+  ],
+  RunResult: [{ agent_message: messageExample, session_id: sessionExample.id }],
+};
+
+/**
+ * An example of `schema` made of the examples of its parts: a component's or a property's own, a constant,
+ * an enum's first value, null where null is allowed, one item of an array, the required properties of an
+ * object. Undefined when a part has none.
+ */
+function sampleOf(schema: unknown, schemas: Record<string, unknown>): unknown {
+  const s = resolve(schema, schemas);
+  if (Array.isArray(s.examples) && s.examples.length > 0) return s.examples[0];
+  if ('const' in s) return s.const;
+  if (Array.isArray(s.enum)) return s.enum[0];
+  const branches = (s.anyOf ?? s.oneOf) as Json[] | undefined;
+  if (
+    branches?.some((branch) => branch.type === 'null') ||
+    (Array.isArray(s.type) && s.type.includes('null'))
+  ) {
+    return null;
+  }
+  if (s.type === 'array') {
+    const item = sampleOf(s.items, schemas);
+    return item === undefined ? undefined : [item];
+  }
+  if (s.type === 'object') {
+    const properties = (s.properties ?? {}) as Record<string, unknown>;
+    const sample: Json = {};
+    for (const name of (s.required ?? []) as string[]) {
+      sample[name] = sampleOf(properties[name], schemas);
+      if (sample[name] === undefined) return undefined;
+    }
+    return sample;
+  }
+  return undefined;
+}
+
+/**
+ * Gives each success answer in JSON an example where neither it nor its schema has one (a page of users, a
+ * reply): one made of its parts' examples, so that /docs shows one for every answer.
+ */
+function exampleAnswers(doc: Json, schemas: Record<string, unknown>): void {
+  for (const item of Object.values(doc.paths as Record<string, Record<string, Json>>)) {
+    for (const op of Object.values(item)) {
+      for (const [status, response] of Object.entries(op.responses as Record<string, Json>)) {
+        const media = (response.content as Record<string, Json> | undefined)?.['application/json'];
+        if (!/^2/.test(status) || !media || 'example' in media || 'examples' in media) continue;
+        if (Array.isArray(resolve(media.schema, schemas).examples)) continue;
+        const example = sampleOf(media.schema, schemas);
+        if (example !== undefined) media.example = example;
+      }
+    }
+  }
+}
+
 /** The generated document, completed: every operation must have an entry in operationDocs. */
 export function completeDocument(doc: Json): Json {
   const paths = (doc.paths ?? {}) as Record<string, Record<string, Json>>;
@@ -195,8 +261,13 @@ export function completeDocument(doc: Json): Json {
   components.headers = headers;
   doc.components = components;
   pruneSchemas(doc);
-  documentContentBlocks(components.schemas as Record<string, unknown>);
-  documentTurnEvents(components.schemas as Record<string, unknown>);
+  const named = components.schemas as Record<string, unknown>;
+  documentContentBlocks(named);
+  documentTurnEvents(named);
+  for (const [name, examples] of Object.entries(componentExamples)) {
+    if (named[name]) Object.assign(named[name], { examples });
+  }
+  exampleAnswers(doc, named);
   return doc;
 }
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SESSION_STATUSES } from '../machines/session-status.ts';
 import type { SessionRecord } from '../store/store.ts';
 import { jsonObject, KiB, metadataSchema, text, timestamp } from './schemas.ts';
-import { userReference } from './user-schemas.ts';
+import { userExample, userReference } from './user-schemas.ts';
 
 /** A lookup of an existing user: by id, by reference, or both (then they must name the same user). */
 export const userLookup = z
@@ -24,12 +24,37 @@ export const sessionCreate = z
     context: contextSchema.nullable().optional(),
     metadata: metadataSchema.nullable().optional(),
   })
-  .meta({ id: 'SessionCreate' });
+  .meta({
+    id: 'SessionCreate',
+    examples: [
+      {
+        user: { reference: userExample.reference },
+        context: { plan: 'pro' },
+        metadata: { crm_ticket: 'T-1042' },
+      },
+    ],
+  });
 
 /** The path of every route addressed to one session. */
 export const sessionParams = z.object({ session_id: z.string() });
 
 export const sessionStatus = z.enum(SESSION_STATUSES);
+
+/** The example session (the example conversation too), after one exchange. */
+export const sessionExample = {
+  id: 'ses_W9QzULQOt6KJSA13qsc61',
+  agent_id: 'support',
+  status: 'active',
+  created_at: '2026-03-02T09:15:00.104Z',
+  updated_at: '2026-03-02T09:16:21.877Z',
+  user: { id: userExample.id, reference: userExample.reference },
+  messages_count: 2,
+  last_message_at: '2026-03-02T09:16:21.877Z',
+  closed_at: null,
+  close_reason: null,
+  context: { plan: 'pro' },
+  metadata: { crm_ticket: 'T-1042' },
+};
 
 export const sessionSchema = z
   .object({
@@ -46,12 +71,14 @@ export const sessionSchema = z
     context: z.record(z.string(), z.unknown()),
     metadata: z.record(z.string(), z.unknown()),
   })
-  .meta({ id: 'Session' });
+  .meta({ id: 'Session', examples: [sessionExample] });
 
 /** The Session resource; the store's record also carries routing fields that stay inside. */
 export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
 
-export const terminateRequest = z.strictObject({ reason: text().max(500).nullable().optional() });
+export const terminateRequest = z
+  .strictObject({ reason: text().max(500).nullable().optional() })
+  .meta({ examples: [{ reason: 'user closed the widget' }] });
 
 export const terminateResult = z
   .object({
@@ -60,4 +87,14 @@ export const terminateResult = z
     closed_at: timestamp,
     reason: z.string().nullable(),
   })
-  .meta({ id: 'TerminateResult' });
+  .meta({
+    id: 'TerminateResult',
+    examples: [
+      {
+        id: sessionExample.id,
+        status: 'closed',
+        closed_at: '2026-03-02T09:20:04.981Z',
+        reason: 'user closed the widget',
+      },
+    ],
+  });

@@ -27,7 +27,24 @@ export const userFields = z
       .nullable()
       .optional(),
   })
-  .meta({ examples: [{ reference: 'crm-42', name: 'Ada Lovelace', email: 'ada@example.com' }] });
+  .meta({
+    examples: [
+      { reference: 'crm-42', name: 'Ada Lovelace', email: 'ada@example.com', info: { plan: 'pro' } },
+    ],
+  });
+
+/** The example User, which the other resources' examples name. */
+export const userExample = {
+  id: 'usr_kWnxoc3Du91plZkKkpd5N',
+  created_at: '2026-03-02T09:14:07.512Z',
+  updated_at: '2026-03-02T09:14:07.512Z',
+  reference: 'crm-42',
+  name: 'Ada Lovelace',
+  email: 'ada@example.com',
+  phone: null,
+  metadata: {},
+  info: { plan: 'pro' },
+};
 
 export const userSchema = z
   .object({
@@ -41,6 +58,6 @@ export const userSchema = z
     metadata: z.record(z.string(), z.unknown()),
     info: z.record(z.string(), z.unknown()),
   })
-  .meta({ id: 'User' });
+  .meta({ id: 'User', examples: [userExample] });
 
 export const userParams = z.object({ user_id: z.string() });

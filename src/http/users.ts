@@ -115,10 +115,8 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
     async (request, reply) => {
       const tenantId = tenantOf(request);
       const { user_id } = request.params;
-      const deleted = await store.deleteUser(
-        tenantId,
-        user_id,
-        userDeletedEvent(tenantId, user_id, new Date().toISOString()),
+      const deleted = await store.deleteUser(tenantId, user_id, (deletedAt) =>
+        userDeletedEvent(tenantId, user_id, deletedAt),
       );
       if (!deleted) throw notFound(user_id);
       return reply.code(204).send(null);

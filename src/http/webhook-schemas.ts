@@ -39,6 +39,13 @@ export const webhookCreate = z
     examples: [{ url: 'https://crm.example.com/parley', events: ['session.closed', 'feedback.submitted'] }],
   });
 
+const webhookExample = {
+  id: 'wh_TtF0SvGsiXKUFgWV3sG4e',
+  url: 'https://crm.example.com/parley',
+  events: ['session.closed', 'feedback.submitted'],
+  created_at: '2026-03-01T16:02:11.349Z',
+};
+
 export const webhookSchema = z
   .object({
     id: z.string(),
@@ -46,13 +53,16 @@ export const webhookSchema = z
     events: z.array(webhookEventType),
     created_at: timestamp,
   })
-  .meta({ id: 'Webhook' });
+  .meta({ id: 'Webhook', examples: [webhookExample] });
 
 export const createdWebhookSchema = webhookSchema
   .extend({
     secret: z.string().meta({ description: 'Verifies the webhook-signature header; shown only here.' }),
   })
-  .meta({ id: 'CreatedWebhook' });
+  .meta({
+    id: 'CreatedWebhook',
+    examples: [{ ...webhookExample, secret: 'whsec_mteR+UAhK6OcXWunMJsyKdTk0vxirlNM9M4dnwJ+CGE=' }],
+  });
 
 export const webhookDeliverySchema = z
   .object({
@@ -66,6 +76,21 @@ export const webhookDeliverySchema = z
     next_attempt_at: timestamp.nullable(),
     created_at: timestamp,
   })
-  .meta({ id: 'WebhookDelivery' });
+  .meta({
+    id: 'WebhookDelivery',
+    examples: [
+      {
+        id: 'whd_yVLcGGB6HarEmZG48BcEL',
+        event_id: 'evt_at07KWb8zBXaJTKtOp2HZ',
+        type: 'session.closed',
+        status: 'delivered',
+        attempts: 1,
+        last_status_code: 200,
+        last_attempt_at: '2026-03-02T09:20:05.211Z',
+        next_attempt_at: null,
+        created_at: '2026-03-02T09:20:05.016Z',
+      },
+    ],
+  });
 
 export const webhookParams = z.object({ webhook_id: z.string() });

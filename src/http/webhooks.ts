@@ -53,8 +53,6 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async
       schema: {
         tags: ['webhooks'],
         summary: 'Register a webhook endpoint',
-        description:
-          'Events of the tenant of the types named are POSTed to `url`, signed with Standard Webhooks headers. The answer is the only one that shows the secret.',
         body: webhookCreate,
         response: { 201: createdWebhookSchema, 409: errorEnvelope, ...authErrors },
       },

@@ -41,6 +41,7 @@ export type WebhookPart = Pick<
   | 'deleteWebhook'
   | 'listWebhookDeliveries'
   | 'dueWebhookDeliveries'
+  | 'claimWebhookDelivery'
   | 'recordWebhookAttempt'
   | 'deleteOldWebhookDeliveries'
 >;
@@ -203,6 +204,9 @@ export abstract class ComposedStore implements Store {
   }
   dueWebhookDeliveries(...args: Args<'dueWebhookDeliveries'>) {
     return this.parts.webhooks.dueWebhookDeliveries(...args);
+  }
+  claimWebhookDelivery(...args: Args<'claimWebhookDelivery'>) {
+    return this.parts.webhooks.claimWebhookDelivery(...args);
   }
   recordWebhookAttempt(...args: Args<'recordWebhookAttempt'>) {
     return this.parts.webhooks.recordWebhookAttempt(...args);

@@ -203,7 +203,8 @@ export const postgresMigrations: readonly Migration[] = [
     name: 'webhooks',
     // A tenant's endpoints (events: a JSON array of types) and the outbox of their deliveries, written in the
     // transaction of the change each event reports (DESIGN §15). Deliveries of one endpoint and ordering key
-    // go out in row_order; the partial indexes keep only the pending ones the deliverer looks for.
+    // go out in row_order: only the first pending one has a next_attempt_at, the next gets one when it is
+    // done (webhook-sql.ts). So the due index holds only those first ones, however long a backlog is.
     sql: `
       CREATE TABLE webhooks (
         id TEXT PRIMARY KEY,
@@ -233,7 +234,8 @@ export const postgresMigrations: readonly Migration[] = [
         next_attempt_at TEXT COLLATE "C",
         created_at TEXT COLLATE "C" NOT NULL
       );
-      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at)
+        WHERE status = 'pending' AND next_attempt_at IS NOT NULL;
       CREATE INDEX webhook_deliveries_key ON webhook_deliveries(webhook_id, ordering_key, row_order)
         WHERE status = 'pending';
       CREATE INDEX webhook_deliveries_webhook_created

@@ -121,6 +121,11 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   const response = storeIdempotencyResponse(postgresDialect, write);
   if (response) await execute(c, response);
   for (const statement of toolCallStatements(postgresDialect, write, at)) await execute(c, statement);
-  await queueWebhookEvents(c, write.webhookEvents);
-  return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
+  const webhookDeliveries = await queueWebhookEvents(c, write.webhookEvents);
+  return {
+    messages: appended.map((m) => m.record),
+    messages_count: messagesCount,
+    updated_at: at,
+    webhook_deliveries: webhookDeliveries,
+  };
 }

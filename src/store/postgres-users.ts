@@ -61,8 +61,8 @@ export function part(db: Db): UserPart {
           [at, tenantId, id],
         );
         const deleted = result.rowCount === 1;
-        // Only a delete that happened is reported.
-        if (deleted && event) await queueWebhookEvents(c, [event]);
+        // Only a delete that happened is reported, with the instant written.
+        if (deleted && event) await queueWebhookEvents(c, [event(at)]);
         return deleted;
       });
     },

@@ -14,29 +14,65 @@ import {
   webhookRow,
 } from './webhook-rows.ts';
 import {
+  claimWebhookDelivery,
   deleteOldWebhookDeliveries,
   dueWebhookDeliveries,
+  latestPendingDelivery,
   listWebhookDeliveries,
   recordWebhookAttempt,
   subscribedWebhooks,
+  unblockNextDelivery,
 } from './webhook-sql.ts';
 
 const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 
-/** Writes one pending delivery of each event per subscribed endpoint; call inside a transaction. */
+/** The first key of the advisory locks serialising queueing per ordering key (apart from MIGRATION_LOCK). */
+const QUEUE_LOCK_CLASS = 0x77686b; // 'whk'
+
+/**
+ * Writes one pending delivery of each event per subscribed endpoint, blocked behind a pending one of its
+ * endpoint and key; call inside a transaction. Returns how many it wrote.
+ *
+ * Why a new delivery can never stay blocked with nothing pending before it, although recording an attempt
+ * (recordWebhookAttempt, another transaction) runs concurrently under READ COMMITTED: the latest pending
+ * delivery P of the key is read FOR UPDATE, and the recording transaction first updates its delivery's
+ * status, then, in a later statement (a new snapshot), unblocks the next one.
+ * - Queue first: P stays locked until this commit, so a record of P waits for it; the record's later
+ *   statement then sees the new delivery, and unblocks it if it is next. (A record of an earlier one
+ *   unblocks the one after it, at worst P, which stays pending.)
+ * - Record first: the lock on P waits for the recording transaction to commit and re-reads P. Still
+ *   pending (a retry, or P was only unblocked) and the new one queues behind a pending one; delivered or
+ *   failed, P is skipped and the next older pending one, if any, is locked the same way; with none left the
+ *   new delivery is due at once (the record's later statement, which did not see it, unblocked nothing).
+ * Either way a blocked delivery has a pending one before it that, when done, unblocks the next. Two queueing
+ * transactions of one key (a session's commit and its feedback) would both see no pending delivery and both
+ * be due, out of order: an advisory lock per key, taken in one order, makes the second wait for the first.
+ */
 export async function queueWebhookEvents(
   c: Queryable,
   events: readonly WebhookEvent[] | undefined,
-): Promise<void> {
+): Promise<number> {
+  const targets: { event: WebhookEvent; webhookId: string }[] = [];
   for (const event of events ?? []) {
-    const { rows } = await execute(c, subscribedWebhooks(postgresDialect, event));
-    for (const endpoint of rows) {
-      await execute(
-        c,
-        insert(postgresDialect, 'webhook_deliveries', deliveryRow(event, String(endpoint.id))),
-      );
-    }
+    const { rows } = await execute(c, subscribedWebhooks(postgresDialect, event, true));
+    for (const endpoint of rows) targets.push({ event, webhookId: String(endpoint.id) });
   }
+  if (targets.length === 0) return 0;
+  // Ordered by the lock's key, so that two transactions of several keys cannot wait for each other.
+  await c.query(
+    `SELECT pg_advisory_xact_lock(${QUEUE_LOCK_CLASS}, h)
+       FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($1::text[]) AS k ORDER BY h) AS keys`,
+    [[...new Set(targets.map((t) => t.event.ordering_key))]],
+  );
+  for (const { event, webhookId } of targets) {
+    const latest = await execute(
+      c,
+      latestPendingDelivery(postgresDialect, webhookId, event.ordering_key, true),
+    );
+    const blocked = latest.rows.length > 0;
+    await execute(c, insert(postgresDialect, 'webhook_deliveries', deliveryRow(event, webhookId, blocked)));
+  }
+  return targets.length;
 }
 
 /** The webhooks of PostgresStore, on its connection. */
@@ -84,8 +120,26 @@ export function part(db: Db): WebhookPart {
       return (await db.rows(sql, values)).map(toDueWebhookDelivery);
     },
 
+    async claimWebhookDelivery(claim) {
+      const result = await db.tx((c) => execute(c, claimWebhookDelivery(postgresDialect, claim)));
+      return result.rowCount === 1;
+    },
+
     async recordWebhookAttempt(attempt) {
-      await db.tx((c) => execute(c, recordWebhookAttempt(postgresDialect, attempt)));
+      return db.tx(async (c) => {
+        const { rows } = await execute(c, recordWebhookAttempt(postgresDialect, attempt));
+        const recorded = rows[0];
+        if (!recorded) return false;
+        // A statement of its own, after the status changed: see queueWebhookEvents.
+        if (attempt.status !== 'pending') {
+          const { webhook_id, ordering_key } = recorded;
+          await execute(
+            c,
+            unblockNextDelivery(postgresDialect, String(webhook_id), String(ordering_key), attempt.at),
+          );
+        }
+        return true;
+      });
     },
 
     async deleteOldWebhookDeliveries(before) {

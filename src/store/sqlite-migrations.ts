@@ -198,7 +198,8 @@ export const sqliteMigrations: readonly Migration[] = [
     name: 'webhooks',
     // A tenant's endpoints (events: a JSON array of types) and the outbox of their deliveries, written in the
     // transaction of the change each event reports (DESIGN §15). Deliveries of one endpoint and ordering key
-    // go out in rowid order; the partial indexes keep only the pending ones the deliverer looks for.
+    // go out in rowid order: only the first pending one has a next_attempt_at, the next gets one when it is
+    // done (webhook-sql.ts). So the due index holds only those first ones, however long a backlog is.
     sql: `
       CREATE TABLE webhooks (
         id TEXT PRIMARY KEY,
@@ -226,8 +227,9 @@ export const sqliteMigrations: readonly Migration[] = [
         next_attempt_at TEXT,
         created_at TEXT NOT NULL
       );
-      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at) WHERE status = 'pending';
-      -- Every SQLite index ends in the rowid: this one answers "an earlier pending one of this key?".
+      CREATE INDEX webhook_deliveries_due ON webhook_deliveries(next_attempt_at)
+        WHERE status = 'pending' AND next_attempt_at IS NOT NULL;
+      -- Every SQLite index ends in the rowid: this one finds a key's latest pending and first blocked ones.
       CREATE INDEX webhook_deliveries_key ON webhook_deliveries(webhook_id, ordering_key)
         WHERE status = 'pending';
       CREATE INDEX webhook_deliveries_webhook_created ON webhook_deliveries(webhook_id, created_at);

@@ -108,6 +108,11 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const response = storeIdempotencyResponse(sqliteDialect, write);
   if (response) run(db, response);
   for (const statement of toolCallStatements(sqliteDialect, write, at)) run(db, statement);
-  queueWebhookEvents(db, write.webhookEvents);
-  return { messages: appended.map((m) => m.record), messages_count: messagesCount, updated_at: at };
+  const webhookDeliveries = queueWebhookEvents(db, write.webhookEvents);
+  return {
+    messages: appended.map((m) => m.record),
+    messages_count: messagesCount,
+    updated_at: at,
+    webhook_deliveries: webhookDeliveries,
+  };
 }

@@ -57,8 +57,8 @@ export function part(db: SqliteDb): UserPart {
           )
           .run(at, at, tenantId, id);
         const deleted = Number(result.changes) === 1;
-        // Only a delete that happened is reported.
-        if (deleted && event) queueWebhookEvents(db, [event]);
+        // Only a delete that happened is reported, with the instant written.
+        if (deleted && event) queueWebhookEvents(db, [event(at)]);
         return deleted;
       });
     },

@@ -4,7 +4,7 @@
 import type { WebhookPart } from './composed-store.ts';
 import { now } from './rows.ts';
 import { insert, sqliteDialect } from './sql.ts';
-import { all, run, type SqliteDb } from './sqlite-db.ts';
+import { all, get, run, type SqliteDb } from './sqlite-db.ts';
 import { toPage, type WebhookEvent } from './store.ts';
 import {
   deliveryRow,
@@ -14,20 +14,32 @@ import {
   webhookRow,
 } from './webhook-rows.ts';
 import {
+  claimWebhookDelivery,
   deleteOldWebhookDeliveries,
   dueWebhookDeliveries,
+  latestPendingDelivery,
   listWebhookDeliveries,
   recordWebhookAttempt,
   subscribedWebhooks,
+  unblockNextDelivery,
 } from './webhook-sql.ts';
 
-/** Writes one pending delivery of each event per subscribed endpoint; call inside db.write. */
-export function queueWebhookEvents(db: SqliteDb, events: readonly WebhookEvent[] | undefined): void {
+/**
+ * Writes one pending delivery of each event per subscribed endpoint, blocked behind a pending one of its
+ * endpoint and key; call inside db.write (SQLite has one writer at a time: nothing to lock). Returns how
+ * many it wrote.
+ */
+export function queueWebhookEvents(db: SqliteDb, events: readonly WebhookEvent[] | undefined): number {
+  let queued = 0;
   for (const event of events ?? []) {
-    for (const endpoint of all(db, subscribedWebhooks(sqliteDialect, event))) {
-      run(db, insert(sqliteDialect, 'webhook_deliveries', deliveryRow(event, String(endpoint.id))));
+    for (const endpoint of all(db, subscribedWebhooks(sqliteDialect, event, false))) {
+      const webhookId = String(endpoint.id);
+      const blocked = get(db, latestPendingDelivery(sqliteDialect, webhookId, event.ordering_key, false));
+      run(db, insert(sqliteDialect, 'webhook_deliveries', deliveryRow(event, webhookId, !!blocked)));
+      queued++;
     }
   }
+  return queued;
 }
 
 /** The webhooks of SqliteStore, on its connection. */
@@ -72,8 +84,21 @@ export function part(db: SqliteDb): WebhookPart {
       return all(db, dueWebhookDeliveries(sqliteDialect, at, limit, shards)).map(toDueWebhookDelivery);
     },
 
+    async claimWebhookDelivery(claim) {
+      const result = db.write(() => run(db, claimWebhookDelivery(sqliteDialect, claim)));
+      return Number(result.changes) === 1;
+    },
+
     async recordWebhookAttempt(attempt) {
-      db.write(() => run(db, recordWebhookAttempt(sqliteDialect, attempt)));
+      return db.write(() => {
+        const recorded = get(db, recordWebhookAttempt(sqliteDialect, attempt));
+        if (!recorded) return false;
+        if (attempt.status !== 'pending') {
+          const { webhook_id, ordering_key } = recorded;
+          run(db, unblockNextDelivery(sqliteDialect, String(webhook_id), String(ordering_key), attempt.at));
+        }
+        return true;
+      });
     },
 
     async deleteOldWebhookDeliveries(before) {

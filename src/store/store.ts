@@ -346,16 +346,35 @@ export interface DueWebhookDelivery {
   event_id: string;
   type: WebhookEventType;
   ordering_key: string;
+  /** The shard whose owner sends it. */
+  shard: number;
+  /** Attempts made so far: what a claim and a record check, so that a stale read sends nothing. */
   attempts: number;
+  /** When it fell due, as read: what a claim checks. */
+  next_attempt_at: string;
   url: string;
   secret: string;
   payload: string;
   created_at: string;
 }
 
+/**
+ * A process takes a due delivery for one attempt: its `next_attempt_at` moves to `until` (the attempt's
+ * deadline), so that no other process (nor a stale read of this one) sends it meanwhile.
+ */
+export interface WebhookClaim {
+  id: string;
+  /** As read with the due delivery: the claim fails when either changed since. */
+  attempts: number;
+  next_attempt_at: string;
+  until: string;
+}
+
 /** The outcome of one attempt: delivered, pending again at `next_attempt_at`, or failed for good. */
 export interface WebhookAttempt {
   id: string;
+  /** The attempts made before this one, as claimed: the record fails when another was recorded since. */
+  attempts: number;
   status: WebhookDeliveryStatus;
   /** The receiver's HTTP status; null when no answer came (refused, timed out). */
   status_code: number | null;
@@ -402,6 +421,8 @@ export interface SessionWriteResult {
   messages: MessageRecord[];
   messages_count: number;
   updated_at: string;
+  /** How many webhook deliveries the write queued (0 when no endpoint subscribes to its events). */
+  webhook_deliveries: number;
 }
 
 /** One step of a store's versioned schema (sqlite-migrations.ts, postgres-migrations.ts). */
@@ -442,8 +463,8 @@ export interface Store {
   listUsers(tenantId: string, filter: UserFilter, page: PageRequest): Promise<Page<User>>;
   /** Replaces each given field; null when the user does not exist. Reference conflicts throw as in createUser. */
   updateUser(tenantId: string, id: string, fields: UserFields): Promise<User | null>;
-  /** Soft delete; frees the reference. False when there was no such user. `event` is queued with it. */
-  deleteUser(tenantId: string, id: string, event?: WebhookEvent): Promise<boolean>;
+  /** Soft delete; frees the reference. False when there was no such user. The event reporting it is queued with it. */
+  deleteUser(tenantId: string, id: string, event?: (deletedAt: string) => WebhookEvent): Promise<boolean>;
 
   /**
    * Stores the record and its bytes in one transaction. With a quota, the tenant's and the conversation's
@@ -514,12 +535,19 @@ export interface Store {
     page: PageRequest,
   ): Promise<Page<WebhookDelivery> | null>;
   /**
-   * Pending deliveries due at `now` (only in `shards` when given), each the first pending one of its endpoint
-   * and ordering key (a later one waits for it), earliest due first, at most `limit`.
+   * Pending deliveries due at `now` (only in `shards` when given), earliest due first, at most `limit`. Only
+   * the first pending delivery of an endpoint and ordering key is ever due: one queued behind another has no
+   * `next_attempt_at` until the one before it is delivered or failed.
    */
   dueWebhookDeliveries(now: string, limit: number, shards?: readonly number[]): Promise<DueWebhookDelivery[]>;
-  /** Records an attempt: `attempts` grows by one; status, status code and times as given. */
-  recordWebhookAttempt(attempt: WebhookAttempt): Promise<void>;
+  /** Takes a due delivery for one attempt; false when it is no longer as read (claimed, recorded, deleted). */
+  claimWebhookDelivery(claim: WebhookClaim): Promise<boolean>;
+  /**
+   * Records an attempt: `attempts` grows by one; status, status code and times as given. Delivered or failed,
+   * the next delivery of its endpoint and ordering key falls due at `at`, in the same transaction. False (and
+   * nothing written) when the delivery is not pending with `attempts` as given any more.
+   */
+  recordWebhookAttempt(attempt: WebhookAttempt): Promise<boolean>;
   /** Deletes delivered and failed deliveries created before `before`; returns how many. */
   deleteOldWebhookDeliveries(before: string): Promise<number>;
 }

@@ -55,7 +55,9 @@ export const toDueWebhookDelivery = (r: Row): DueWebhookDelivery => ({
   event_id: text(r, 'event_id'),
   type: oneOf(r, 'type', WEBHOOK_EVENT_TYPES),
   ordering_key: text(r, 'ordering_key'),
+  shard: integer(r, 'shard'),
   attempts: integer(r, 'attempts'),
+  next_attempt_at: text(r, 'next_attempt_at'),
   url: text(r, 'url'),
   secret: text(r, 'secret'),
   payload: text(r, 'payload'),
@@ -71,8 +73,12 @@ export const webhookRow = (tenantId: string, webhook: NewWebhook, at: string) =>
   created_at: at,
 });
 
-/** A new delivery of `event` to one endpoint: pending, due at once. Instants as stored, so that they compare as text. */
-export const deliveryRow = (event: WebhookEvent, webhookId: string) => {
+/**
+ * A new delivery of `event` to one endpoint: pending, due at once, or blocked (no due time) when it queues
+ * behind a pending delivery of its endpoint and key (see webhook-sql.ts). Instants as stored, so that they
+ * compare as text.
+ */
+export const deliveryRow = (event: WebhookEvent, webhookId: string, blocked: boolean) => {
   const createdAt = instant(event.created_at);
   return {
     id: newId('whd'),
@@ -87,7 +93,7 @@ export const deliveryRow = (event: WebhookEvent, webhookId: string) => {
     attempts: 0,
     last_status_code: null,
     last_attempt_at: null,
-    next_attempt_at: createdAt,
+    next_attempt_at: blocked ? null : createdAt,
     created_at: createdAt,
   };
 };

@@ -1,23 +1,46 @@
 // The webhook statements both stores share (as sql.ts is for the rest): finding the endpoints an event goes
-// to, the deliverer's due deliveries, recording an attempt, and listing an endpoint's deliveries.
+// to, chaining a key's deliveries, the deliverer's due deliveries, claims and attempts, and listings.
+//
+// Chaining: of the pending deliveries of one endpoint and ordering key only the first (in row order) has a
+// `next_attempt_at`; each later one has none (is blocked) until the one before it is delivered or failed,
+// which makes it due in the same transaction. So the due query is a range scan of the partial index of
+// pending deliveries that have a due time, however long the backlog behind a dead endpoint.
 import { type Dialect, instant, Query, type Statement } from './sql.ts';
-import type { PageRequest, WebhookAttempt, WebhookEvent } from './store.ts';
+import type { PageRequest, WebhookAttempt, WebhookClaim, WebhookEvent } from './store.ts';
 
-/** The ids of the event's tenant's endpoints subscribed to its type, oldest first. */
-export function subscribedWebhooks(d: Dialect, event: WebhookEvent): Statement {
+/**
+ * The ids of the event's tenant's endpoints subscribed to its type, oldest first. `lock` (PostgreSQL) holds
+ * them until commit (FOR KEY SHARE), so that one deleted meanwhile is deleted after this transaction, not
+ * between the read and the insert of its delivery (whose foreign key would fail the change reported).
+ */
+export function subscribedWebhooks(d: Dialect, event: WebhookEvent, lock: boolean): Statement {
   const q = new Query(d);
   const tenant = q.param(event.tenant_id);
   // The type is the value looked up, the endpoint's `events` the JSON array it is looked up in.
   const subscribed = d.inJsonArray(q.param(event.type), 'events', 'text');
   return q.statement(
-    `SELECT id FROM webhooks WHERE tenant_id = ${tenant} AND ${subscribed} ORDER BY created_at, ${d.rowOrder}`,
+    `SELECT id FROM webhooks WHERE tenant_id = ${tenant} AND ${subscribed}
+      ORDER BY created_at, ${d.rowOrder}${lock ? ' FOR KEY SHARE' : ''}`,
   );
 }
 
 /**
- * Pending deliveries due at `at`, each with no earlier (in row order) pending delivery of its endpoint and
- * ordering key: a later event of a session waits until the one before it was delivered or gave up.
+ * The latest pending delivery of an endpoint and key, if any: a new one queues behind it (blocked) or, with
+ * none, is due at once. `lock` (PostgreSQL) locks it until commit; see postgres-webhooks.ts for why.
  */
+export function latestPendingDelivery(
+  d: Dialect,
+  webhookId: string,
+  orderingKey: string,
+  lock: boolean,
+): Statement {
+  const q = new Query(d);
+  return q.statement(`SELECT id FROM webhook_deliveries
+    WHERE webhook_id = ${q.param(webhookId)} AND ordering_key = ${q.param(orderingKey)} AND status = 'pending'
+    ORDER BY ${d.rowOrder} DESC LIMIT 1${lock ? ' FOR UPDATE' : ''}`);
+}
+
+/** Pending deliveries due at `at`: only the first of each endpoint and key has a due time (see above). */
 export function dueWebhookDeliveries(
   d: Dialect,
   at: string,
@@ -25,26 +48,48 @@ export function dueWebhookDeliveries(
   shards: readonly number[] | undefined,
 ): Statement {
   const q = new Query(d);
+  // `<=` implies NOT NULL, so the partial index webhook_deliveries_due (pending, with a due time) serves it.
   const where = [`d.status = 'pending'`, `d.next_attempt_at <= ${q.param(instant(at))}`];
   // One JSON parameter instead of a variable IN list keeps the statement the same (SQLite caches it).
   if (shards) where.push(d.inJsonArray('d.shard', q.param(JSON.stringify(shards)), 'int'));
-  where.push(`NOT EXISTS (SELECT 1 FROM webhook_deliveries e
-    WHERE e.webhook_id = d.webhook_id AND e.ordering_key = d.ordering_key AND e.status = 'pending'
-      AND e.${d.rowOrder} < d.${d.rowOrder})`);
-  return q.statement(`SELECT d.id, d.webhook_id, d.event_id, d.type, d.ordering_key, d.attempts, d.payload,
-      d.created_at, w.url, w.secret
+  return q.statement(`SELECT d.id, d.webhook_id, d.event_id, d.type, d.ordering_key, d.shard, d.attempts,
+      d.next_attempt_at, d.payload, d.created_at, w.url, w.secret
     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
     WHERE ${where.join(' AND ')}
     ORDER BY d.next_attempt_at, d.${d.rowOrder} LIMIT ${q.param(limit)}`);
 }
 
+/** Moves a due delivery's time to the claim's deadline, if it is still as read (one row changed, or none). */
+export function claimWebhookDelivery(d: Dialect, claim: WebhookClaim): Statement {
+  const q = new Query(d);
+  return q.statement(`UPDATE webhook_deliveries SET next_attempt_at = ${q.param(instant(claim.until))}
+    WHERE id = ${q.param(claim.id)} AND status = 'pending' AND attempts = ${q.param(claim.attempts)}
+      AND next_attempt_at = ${q.param(instant(claim.next_attempt_at))}`);
+}
+
+/** Records an attempt if the delivery is still pending after `attempts` attempts; returns its key. */
 export function recordWebhookAttempt(d: Dialect, attempt: WebhookAttempt): Statement {
   const q = new Query(d);
   const next = attempt.next_attempt_at === null ? null : instant(attempt.next_attempt_at);
   return q.statement(`UPDATE webhook_deliveries SET attempts = attempts + 1, status = ${q.param(attempt.status)},
       last_status_code = ${q.param(attempt.status_code)}, last_attempt_at = ${q.param(instant(attempt.at))},
       next_attempt_at = ${q.param(next)}
-    WHERE id = ${q.param(attempt.id)}`);
+    WHERE id = ${q.param(attempt.id)} AND status = 'pending' AND attempts = ${q.param(attempt.attempts)}
+    RETURNING webhook_id, ordering_key`);
+}
+
+/** Makes the first blocked delivery of an endpoint and key due at `at` (after the one before it is done). */
+export function unblockNextDelivery(
+  d: Dialect,
+  webhookId: string,
+  orderingKey: string,
+  at: string,
+): Statement {
+  const q = new Query(d);
+  return q.statement(`UPDATE webhook_deliveries SET next_attempt_at = ${q.param(instant(at))}
+    WHERE status = 'pending' AND next_attempt_at IS NULL AND id = (SELECT id FROM webhook_deliveries
+      WHERE webhook_id = ${q.param(webhookId)} AND ordering_key = ${q.param(orderingKey)}
+        AND status = 'pending' AND next_attempt_at IS NULL ORDER BY ${d.rowOrder} LIMIT 1)`);
 }
 
 /** An endpoint's deliveries, newest first (the caller has checked the endpoint is the tenant's). */

@@ -11,11 +11,17 @@ import type { WebhookMetrics } from './webhook-metrics.ts';
 export const DEFAULT_WEBHOOK_POLL_MS = 1000;
 export const DEFAULT_WEBHOOK_TIMEOUT_MS = 10_000;
 export const DEFAULT_WEBHOOK_CONCURRENCY = 16;
+/** A claim outlives its attempt's timeout by this much, for the record to be written. */
+const CLAIM_SLACK_MS = 2_000;
+/** The least time a delivery queued behind others is retried for (see #outcomeOf). */
+const MIN_RETRY_SPAN_MS = 10 * 60_000;
 
 export interface WebhookDelivererOptions {
   store: Store;
   /** The shards whose deliveries this process sends (Coordinator.servedShards); undefined for every shard. */
   shards(): readonly number[] | undefined;
+  /** Whether this process still serves `shard`, asked again right before an attempt (Coordinator.serves). */
+  serves?(shard: number): boolean;
   /** Milliseconds to wait after attempt 1, 2, …; once the attempts outnumber them the delivery has failed. */
   retrySchedule: readonly number[];
   /** Whether endpoints on private or loopback addresses are sent to (PARLEY_WEBHOOK_ALLOW_PRIVATE). */
@@ -45,8 +51,15 @@ export class WebhookDeliverer {
   readonly #inFlight = new Map<string, Promise<void>>();
   #sender: Promise<WebhookSender> | undefined;
 
+  /** How long after its event a delivery is retried at most: the schedule's span. */
+  readonly #retrySpanMs: number;
+
   constructor(options: WebhookDelivererOptions) {
     this.#o = options;
+    this.#retrySpanMs = Math.max(
+      MIN_RETRY_SPAN_MS,
+      options.retrySchedule.reduce((sum, wait) => sum + wait, 0),
+    );
     this.#pollMs = options.pollMs ?? DEFAULT_WEBHOOK_POLL_MS;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_WEBHOOK_TIMEOUT_MS;
     this.#concurrency = Math.max(1, options.concurrency ?? DEFAULT_WEBHOOK_CONCURRENCY);
@@ -110,7 +123,9 @@ export class WebhookDeliverer {
       room + this.#inFlight.size,
       shards,
     );
-    for (const delivery of due.filter((d) => !this.#inFlight.has(d.id)).slice(0, room)) {
+    const { serves } = this.#o;
+    const sendable = due.filter((d) => !this.#inFlight.has(d.id) && (serves?.(d.shard) ?? true));
+    for (const delivery of sendable.slice(0, room)) {
       if (!this.#timer) return;
       const attempt = this.#attempt(delivery)
         .catch((err) => {
@@ -134,13 +149,27 @@ export class WebhookDeliverer {
     const { store, metrics, log } = this.#o;
     const signal = this.#stopping.signal;
     const at = new Date();
+    // Taken for this attempt only if still as read: another process (a shard handed over mid-attempt) or an
+    // earlier read of this one sends nothing meanwhile, and the record below fails if it was taken anyway.
+    const claim = {
+      id: delivery.id,
+      attempts: delivery.attempts,
+      next_attempt_at: delivery.next_attempt_at,
+      until: new Date(at.getTime() + this.#timeoutMs + CLAIM_SLACK_MS).toISOString(),
+    };
+    if (!(await store.claimWebhookDelivery(claim))) return false;
     let result: AttemptResult;
     try {
       const sender = await this.#senderOf();
       result = await sender.send(delivery, this.#timeoutMs, signal);
     } catch (err) {
-      // Stopped mid-attempt: nothing is recorded, so the delivery is sent again by the next owner.
-      if (signal.aborted) return false;
+      if (signal.aborted) {
+        // Stopped mid-attempt: nothing is recorded, and the claim is given back (a claim of its own end) so
+        // that the next owner sends it at once rather than once the claim lapses.
+        const release = { ...claim, next_attempt_at: claim.until, until: new Date().toISOString() };
+        await store.claimWebhookDelivery(release).catch(() => false);
+        return false;
+      }
       result = { status_code: null, error: err instanceof Error ? err.message : String(err) };
     }
     const ended = Date.now();
@@ -149,12 +178,14 @@ export class WebhookDeliverer {
     metrics.deliveries.inc({ outcome: outcome.status === 'pending' ? 'retry' : outcome.status });
     const record: WebhookAttempt = {
       id: delivery.id,
+      attempts: delivery.attempts,
       status_code: result.status_code,
       at: at.toISOString(),
       ...outcome,
     };
     try {
-      await store.recordWebhookAttempt(record);
+      // False: recorded by another attempt since (its claim had lapsed); that record stands.
+      if (!(await store.recordWebhookAttempt(record))) return true;
     } catch (err) {
       // No look at once: the delivery is still due, and sending it again now would likely repeat this.
       log.warn(
@@ -187,9 +218,12 @@ export class WebhookDeliverer {
   ): Pick<WebhookAttempt, 'status' | 'next_attempt_at'> {
     const code = result.status_code;
     if (code !== null && code >= 200 && code <= 299) return { status: 'delivered', next_attempt_at: null };
-    // This was attempt `attempts + 1`; the wait after it is the schedule's entry at `attempts`.
+    // This was attempt `attempts + 1`; the wait after it is the schedule's entry at `attempts`. A delivery that
+    // waited behind others (an endpoint down for a day) is not given a schedule of its own: past the
+    // schedule's span from its event, one attempt is its last, so a backlog drains in one pass.
     const wait = this.#o.retrySchedule[delivery.attempts];
-    if (wait === undefined) return { status: 'failed', next_attempt_at: null };
+    const span = now - Date.parse(delivery.created_at);
+    if (wait === undefined || span >= this.#retrySpanMs) return { status: 'failed', next_attempt_at: null };
     return { status: 'pending', next_attempt_at: new Date(now + wait).toISOString() };
   }
 

@@ -1,5 +1,5 @@
 // The events Parley reports to webhooks (DESIGN §15), each built where the change it reports is committed and
-// queued in that change's transaction. The payload is written once, as every attempt will send it.
+// queued in that change's transaction. The payload is written once, when queued, as every attempt sends it.
 import { shardOf } from '../cluster/shard.ts';
 import { toSession } from '../http/session-schemas.ts';
 import { newId } from '../ids.ts';
@@ -22,13 +22,18 @@ function event(
   data: unknown,
   at: string,
 ): WebhookEvent {
+  let payload: string | undefined;
   return {
     id: newId('evt'),
     tenant_id: tenantId,
     type,
     ordering_key: orderingKey,
     shard,
-    payload: JSON.stringify({ type, timestamp: at, data }),
+    // Written only when an endpoint subscribes: most turns of most tenants report to none.
+    get payload() {
+      payload ??= JSON.stringify({ type, timestamp: at, data });
+      return payload;
+    },
     created_at: at,
   };
 }

@@ -145,6 +145,16 @@ describe('the API-key family', () => {
     await api.deleteFile(file.id);
     await api.deleteUser(user.id);
 
+    const hook = await api.createWebhook({ url: 'https://crm.example.com/hooks', events: ['user.deleted'] });
+    assert.match(hook.secret, /^whsec_/);
+    assert.deepEqual(
+      (await api.listWebhooks()).map((w) => w.id),
+      [hook.id],
+    );
+    assert.equal((await api.getWebhook(hook.id)).url, 'https://crm.example.com/hooks');
+    assert.deepEqual((await api.listWebhookDeliveries(hook.id, { limit: 5, offset: 0 })).items, []);
+    await api.deleteWebhook(hook.id);
+
     const operations = await documentedOperations();
     /** Each operation used, with every query parameter any of its requests sent. */
     const covered = new Map<string, Set<string>>();

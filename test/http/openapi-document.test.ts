@@ -1,5 +1,6 @@
 // The served /openapi.json as an integrator's tools read it: Redocly's linter finds no error or warning,
-// and types generated from it by openapi-typescript type-check (and run) a send-message call with no casts.
+// types generated from it by openapi-typescript type-check (and run) a send-message call with no casts, and
+// every operation is described and every JSON body shown by an example that its schema accepts.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { lintFromString, loadConfig } from '@redocly/openapi-core';
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { errorCatalogue } from '../../src/errors.ts';
 import { operationDocs } from '../../src/http/openapi-operations.ts';
 import { baseUrl, listen } from '../client/helpers.ts';
@@ -56,6 +58,12 @@ export async function main(baseUrl: string, key: string, sessionId: string): Pro
 }
 `;
 
+interface Media {
+  schema?: { $ref?: string; examples?: unknown[] };
+  example?: unknown;
+  examples?: Record<string, { value: unknown }>;
+}
+
 interface Doc {
   servers: { url: string }[];
   paths: Record<
@@ -64,18 +72,52 @@ interface Doc {
       string,
       {
         operationId?: string;
+        description?: string;
         security?: unknown[];
-        responses: Record<string, { description: string; headers?: Record<string, unknown> }>;
+        requestBody?: { content: Record<string, Media> };
+        responses: Record<
+          string,
+          { description: string; headers?: Record<string, unknown>; content?: Record<string, Media> }
+        >;
       }
     >
   >;
-  components: { schemas: Record<string, unknown> };
+  components: { schemas: Record<string, { examples?: unknown[]; [keyword: string]: unknown }> };
 }
 
 const operationsOf = (doc: Doc) =>
   Object.entries(doc.paths).flatMap(([path, item]) =>
-    Object.entries(item).map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, op })),
+    Object.entries(item).map(([method, op]) => ({
+      key: `${method.toUpperCase()} ${path}`,
+      method,
+      path,
+      op,
+    })),
   );
+
+const pointerSegment = (segment: string) => segment.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/** Checks values against the schema at a JSON pointer into `source` (the served document), with ajv. */
+function validatorOf(source: string): (pointer: string, value: unknown) => string | null {
+  const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true });
+  // ajv-formats is CommonJS whose types give an ES import no call signature; require() sees the function.
+  const addFormats: typeof import('ajv-formats').default = createRequire(import.meta.url)('ajv-formats');
+  addFormats(ajv);
+  ajv.addSchema(JSON.parse(source), 'openapi.json');
+  return (pointer, value) => {
+    const validate = ajv.getSchema(`openapi.json#${pointer}`);
+    assert.ok(validate, `no schema at ${pointer}`);
+    return validate(value) ? null : ajv.errorsText(validate.errors);
+  };
+}
+
+/** A media type's examples: its own, else its schema's (a component's `examples`, as /docs shows them). */
+function examplesOf(media: Media, doc: Doc): unknown[] {
+  if ('example' in media) return [media.example];
+  if (media.examples) return Object.values(media.examples).map((e) => e.value);
+  const name = media.schema?.$ref?.split('/').pop();
+  return (name ? doc.components.schemas[name]?.examples : media.schema?.examples) ?? [];
+}
 
 describe('the OpenAPI document', () => {
   it('gives every operation a unique camelCase operationId and every response a description and X-Request-Id', async () => {
@@ -91,6 +133,84 @@ describe('the OpenAPI document', () => {
     }
     assert.equal(doc.paths['/v1/agents/sessions/{session_id}/messages']?.post?.operationId, 'sendMessage');
     assert.deepEqual(doc.servers, [{ url: '/', description: 'The server that serves this document' }]);
+  });
+
+  it('describes what every operation does, in a few sentences of its own', async () => {
+    const doc: Doc = JSON.parse(await servedDocument());
+    const descriptions = operationsOf(doc).map(({ key, op }) => {
+      assert.equal(typeof op.description, 'string', `${key} has no description`);
+      const description = String(op.description);
+      assert.match(description, /^[A-Z`].*[.)]$/s, `${key}: ${description}`);
+      assert.equal(
+        description,
+        operationDocs[key]?.description,
+        `${key} is not described by its operationDocs entry`,
+      );
+      return description;
+    });
+    assert.equal(new Set(descriptions).size, descriptions.length, 'two operations share a description');
+  });
+
+  it('shows an example of every JSON request body and JSON success answer, which its schema accepts', async () => {
+    const source = await servedDocument();
+    const doc: Doc = JSON.parse(source);
+    const check = validatorOf(source);
+    let bodies = 0;
+    let answers = 0;
+    for (const { key, method, path, op } of operationsOf(doc)) {
+      const at = `/paths/${pointerSegment(path)}/${method}`;
+      const shown: [string, Media][] = [];
+      const body = op.requestBody?.content['application/json'];
+      if (body) shown.push([`${at}/requestBody/content/application~1json`, body]);
+      for (const [status, response] of Object.entries(op.responses)) {
+        const answer = response.content?.['application/json'];
+        if (/^2/.test(status) && answer)
+          shown.push([`${at}/responses/${status}/content/application~1json`, answer]);
+      }
+      for (const [pointer, media] of shown) {
+        const examples = examplesOf(media, doc);
+        assert.ok(examples.length > 0, `${key}: no example at ${pointer}`);
+        for (const example of examples) {
+          const refused = check(`${pointer}/schema`, example);
+          assert.equal(refused, null, `${key}: the example at ${pointer} does not validate: ${refused}`);
+        }
+        if (pointer.includes('/requestBody/')) bodies++;
+        else answers++;
+      }
+    }
+    // The 16 JSON bodies the service takes and its 31 JSON success answers, at least, were seen.
+    assert.ok(bodies >= 16 && answers >= 31, `${bodies} bodies and ${answers} answers`);
+  });
+
+  it("keeps each component's examples valid against the component", async () => {
+    const source = await servedDocument();
+    const doc: Doc = JSON.parse(source);
+    const check = validatorOf(source);
+    const named = Object.entries(doc.components.schemas).filter(([, schema]) => schema.examples);
+    assert.ok(named.length >= 20, `only ${named.length} components have examples`);
+    for (const [name, schema] of named) {
+      for (const example of schema.examples ?? []) {
+        const refused = check(`/components/schemas/${name}`, example);
+        assert.equal(refused, null, `the example of ${name} does not validate: ${refused}`);
+      }
+    }
+  });
+
+  it('writes the ids and instants of its examples as the service does', async () => {
+    const strings: string[] = [];
+    JSON.parse(await servedDocument(), (key, value) => {
+      if (key !== 'example' && key !== 'examples' && key !== 'value') return value;
+      JSON.stringify(value, (_k, v) => {
+        if (typeof v === 'string') strings.push(v);
+        return v;
+      });
+      return value;
+    });
+    const ids = strings.filter((v) => /^(usr|file|ses|msg|turn|fb|wh|whd|evt|call|key|tok)_/.test(v));
+    const instants = strings.filter((v) => /^\d{4}-\d\d-\d\dT/.test(v));
+    assert.ok(ids.length > 10 && instants.length > 10, `${ids.length} ids, ${instants.length} instants`);
+    for (const id of ids) assert.match(id, /^[a-z]+_[0-9A-Za-z]{21}$/);
+    for (const instant of instants) assert.match(instant, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   });
 
   it('needs no credential for /healthz, /readyz and /metrics, and one everywhere else', async () => {

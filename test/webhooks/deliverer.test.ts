@@ -111,6 +111,31 @@ test('a delivery whose retry schedule is spent is recorded failed, with the last
   assert.equal((warning.obj as { event_id: string }).event_id, event.id);
 });
 
+test('events that waited behind one failed for good, older than the schedule span, get one attempt each', async (t) => {
+  const store = await openStore(t);
+  const receiver = await startReceiver(t);
+  receiver.otherwise(500);
+  const { tenantId, deliveries } = await endpoint(store, receiver.url);
+  // Made an hour ago: longer than the span any delivery is retried for (the schedule's, at least 10 min).
+  const anHourAgo = new Date(Date.now() - 3_600_000).toISOString();
+  await (await session(store, tenantId)).queueAt(
+    anHourAgo,
+    'turn.completed',
+    'turn.completed',
+    'session.closed',
+  );
+  startDeliverer(t, store, { retrySchedule: [30, 30] });
+
+  await waitFor('every delivery recorded failed', async () =>
+    (await deliveries()).every((d) => d.status === 'failed'),
+  );
+  assert.deepEqual(
+    (await deliveries()).map((d) => d.attempts),
+    [1, 1, 1],
+  );
+  assert.equal(receiver.requests.length, 3);
+});
+
 test("a session's second event is not sent before its first is delivered, even when the first needs a retry", async (t) => {
   const store = await openStore(t);
   const receiver = await startReceiver(t);

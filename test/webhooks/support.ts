@@ -68,9 +68,8 @@ export async function session(store: Store, tenantId: string) {
     },
     fence,
   );
-  /** Commits one step reporting events of these types, in order; the events as queued. */
-  const queue = async (...types: WebhookEventType[]): Promise<WebhookEvent[]> => {
-    const at = new Date().toISOString();
+  /** Commits one step reporting events of these types, made at `at`, in order; the events as queued. */
+  const queueAt = async (at: string, ...types: WebhookEventType[]): Promise<WebhookEvent[]> => {
     const events = types.map((type, n) => ({
       id: newId('evt'),
       tenant_id: tenantId,
@@ -84,7 +83,9 @@ export async function session(store: Store, tenantId: string) {
     await store.commitSession({ session_id: id, fence, patch: { snapshot }, webhookEvents: events });
     return events;
   };
-  return { id, shard, queue };
+  /** queueAt now. */
+  const queue = (...types: WebhookEventType[]) => queueAt(new Date().toISOString(), ...types);
+  return { id, shard, queue, queueAt };
 }
 
 /**

@@ -8,6 +8,7 @@ import type {
   AgentReply,
   ChatRequest,
   ConversationStart,
+  CreatedWebhook,
   FileListQuery,
   FilePage,
   FileRecord,
@@ -28,6 +29,9 @@ import type {
   UserFields,
   UserListQuery,
   UserPage,
+  Webhook,
+  WebhookCreate,
+  WebhookDeliveryPage,
 } from './types.ts';
 
 export interface ParleyClientOptions {
@@ -292,6 +296,54 @@ export class ParleyClient {
     return this.#t.json({
       method: 'POST',
       path: `/v1/agents/conversations/${seg(conversationId)}/token`,
+      idempotent: true,
+      ...o,
+    });
+  }
+
+  // Webhooks (a key for every agent)
+
+  /** POST /v1/agents/webhooks: the endpoint with its signing secret, shown only in this answer. */
+  createWebhook(body: WebhookCreate, o: Signal = {}): Promise<CreatedWebhook> {
+    return this.#t.json({ method: 'POST', path: '/v1/agents/webhooks', json: body, idempotent: false, ...o });
+  }
+
+  /** GET /v1/agents/webhooks (oldest first) */
+  async listWebhooks(o: Signal = {}): Promise<Webhook[]> {
+    const page: { items: Webhook[] } = await this.#t.json({
+      method: 'GET',
+      path: '/v1/agents/webhooks',
+      idempotent: true,
+      ...o,
+    });
+    return page.items;
+  }
+
+  /** GET /v1/agents/webhooks/{webhook_id} */
+  getWebhook(webhookId: string, o: Signal = {}): Promise<Webhook> {
+    return this.#t.json({
+      method: 'GET',
+      path: `/v1/agents/webhooks/${seg(webhookId)}`,
+      idempotent: true,
+      ...o,
+    });
+  }
+
+  /** DELETE /v1/agents/webhooks/{webhook_id} (its deliveries go with it) */
+  async deleteWebhook(webhookId: string, o: Signal = {}): Promise<void> {
+    await this.#noContent({ method: 'DELETE', path: `/v1/agents/webhooks/${seg(webhookId)}`, ...o });
+  }
+
+  /** GET /v1/agents/webhooks/{webhook_id}/deliveries (newest first) */
+  listWebhookDeliveries(
+    webhookId: string,
+    query: PageQuery = {},
+    o: Signal = {},
+  ): Promise<WebhookDeliveryPage> {
+    return this.#t.json({
+      method: 'GET',
+      path: `/v1/agents/webhooks/${seg(webhookId)}/deliveries`,
+      query,
       idempotent: true,
       ...o,
     });

@@ -37,6 +37,12 @@ import type {
 } from '../../../src/http/stream-events.ts';
 import type { userFields, userSchema } from '../../../src/http/user-schemas.ts';
 import type { userListQuery } from '../../../src/http/users.ts';
+import type {
+  createdWebhookSchema,
+  webhookCreate,
+  webhookDeliverySchema,
+  webhookSchema,
+} from '../../../src/http/webhook-schemas.ts';
 
 type PageOf<S extends z.ZodType> = z.output<ReturnType<typeof pageOf<S>>>;
 /**
@@ -94,6 +100,14 @@ export type UserFields = z.input<typeof userFields>;
 export type UserPage = PageOf<typeof userSchema>;
 /** `reference` (exactly), `email` (exactly, case-insensitive), `limit`, `offset`. */
 export type UserListQuery = ListQuery<typeof userListQuery>;
+/** A webhook endpoint as listed (its secret is shown only when created). */
+export type Webhook = z.output<typeof webhookSchema>;
+/** `{ url, events, secret? }`: a webhook endpoint's registration. */
+export type WebhookCreate = z.input<typeof webhookCreate>;
+/** The registered endpoint, with its signing secret: the only answer that shows it. */
+export type CreatedWebhook = z.output<typeof createdWebhookSchema>;
+export type WebhookDelivery = z.output<typeof webhookDeliverySchema>;
+export type WebhookDeliveryPage = PageOf<typeof webhookDeliverySchema>;
 export type Session = z.output<typeof sessionSchema>;
 /** `{ user?, context?, metadata? }`: a session's (or a conversation's) creation. */
 export type SessionCreate = z.input<typeof sessionCreate>;

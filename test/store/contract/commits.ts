@@ -45,6 +45,7 @@ export function commitSession(f: SessionFixture): void {
         messages: stored(record.id, at1, first),
         messages_count: 2,
         updated_at: at1,
+        webhook_deliveries: 0,
       });
 
       // Without `at`, the store stamps the write with its own clock.
@@ -198,7 +199,12 @@ export function commitSession(f: SessionFixture): void {
         at,
         patch: { last_message_at: lastMessageAt, expires_at: expiresAt, snapshot: '{"v":"extended"}' },
       });
-      assert.deepEqual(result, { messages: [], messages_count: 0, updated_at: at });
+      assert.deepEqual(result, {
+        messages: [],
+        messages_count: 0,
+        updated_at: at,
+        webhook_deliveries: 0,
+      });
       const extended = {
         ...record,
         updated_at: at,

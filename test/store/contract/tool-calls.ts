@@ -67,7 +67,12 @@ export function toolCalls(f: SessionFixture): void {
         patch: { snapshot: '{"step":1}' },
         toolCalls: step1.toReversed(),
       });
-      assert.deepEqual(result, { messages: [], messages_count: 0, updated_at: at1 });
+      assert.deepEqual(result, {
+        messages: [],
+        messages_count: 0,
+        updated_at: at1,
+        webhook_deliveries: 0,
+      });
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), pending(step1, at1));
 
       await ctx.store.commitSession({

@@ -1,5 +1,6 @@
 // Store contract: webhook endpoints per tenant, and the outbox of their deliveries: queued in the transaction
-// of the change an event reports, handed to the deliverer when due and in order per endpoint and key.
+// of the change an event reports, handed to the deliverer when due and in order per endpoint and key (each
+// queued behind the one before it), claimed and recorded only as read.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { shardOf } from '../../../src/cluster/shard.ts';
@@ -7,6 +8,7 @@ import { newId } from '../../../src/ids.ts';
 import type {
   Feedback,
   Webhook,
+  WebhookAttempt,
   WebhookDelivery,
   WebhookEvent,
   WebhookEventType,
@@ -49,15 +51,19 @@ export function webhooks(open: OpenStore): void {
       };
     }
 
-    /** Queues events the way the service does: in a session's commit (of a new session, so its fence is current). */
+    /**
+     * Queues events the way the service does: in a session's commit (of a new session, so its fence is
+     * current). Returns how many deliveries the commit queued.
+     */
     async function queue(tenantId: string, events: WebhookEvent[]) {
       const { record, fence } = await createSession(tenantId);
-      await ctx.store.commitSession({
+      const result = await ctx.store.commitSession({
         session_id: record.id,
         fence,
         patch: { snapshot: '{}' },
         webhookEvents: events,
       });
+      return result.webhook_deliveries;
     }
 
     async function deliveries(tenantId: string, webhookId: string): Promise<WebhookDelivery[]> {
@@ -68,6 +74,13 @@ export function webhooks(open: OpenStore): void {
 
     const eventIds = async (tenantId: string, webhookId: string) =>
       (await deliveries(tenantId, webhookId)).map((d) => d.event_id).sort();
+
+    /** The delivery of `event` to the endpoint, as listed. */
+    async function deliveryOf(tenantId: string, webhookId: string, event: WebhookEvent) {
+      const found = (await deliveries(tenantId, webhookId)).find((d) => d.event_id === event.id);
+      assert.ok(found, `the delivery of ${event.id} to ${webhookId}`);
+      return found;
+    }
 
     /** Instants in 1995, against which `now` of due queries is set: other tests' deliveries of today are not due. */
     const base = Date.parse('1995-06-01T12:00:00.000Z');
@@ -85,18 +98,27 @@ export function webhooks(open: OpenStore): void {
       for (let round = 0; round < 100; round++) {
         const dueNow = (await ctx.store.dueWebhookDeliveries(at, 1000)).filter((d) => ours.has(d.webhook_id));
         if (dueNow.length === 0) return;
-        for (const d of dueNow) await attempt(d.id, 'delivered', 200, at, null);
+        for (const d of dueNow) await attempt(d, 'delivered', 200, at, null);
       }
       assert.fail('deliveries stay due');
     }
 
+    /** Records an attempt of a delivery as read (its id, and the attempts made before this one). */
     const attempt = (
-      id: string,
+      delivery: Pick<WebhookAttempt, 'id' | 'attempts'>,
       status: WebhookDelivery['status'],
       status_code: number | null,
       at: string,
       next_attempt_at: string | null,
-    ) => ctx.store.recordWebhookAttempt({ id, status, status_code, at, next_attempt_at });
+    ) =>
+      ctx.store.recordWebhookAttempt({
+        id: delivery.id,
+        attempts: delivery.attempts,
+        status,
+        status_code,
+        at,
+        next_attempt_at,
+      });
 
     it('createWebhook returns the endpoint without its secret; get and list read it back, oldest first, per tenant', async () => {
       const tenantA = await tenant();
@@ -133,7 +155,7 @@ export function webhooks(open: OpenStore): void {
 
       const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
       const closed = event(tenantId, 'session.closed', { created_at: iso(1) });
-      await queue(tenantId, [completed, closed]);
+      assert.equal(await queue(tenantId, [completed, closed]), 3, 'the deliveries the commit queued');
 
       assert.deepEqual(await eventIds(tenantId, both.id), [completed.id, closed.id].sort());
       assert.deepEqual(await eventIds(tenantId, turns.id), [completed.id]);
@@ -169,7 +191,9 @@ export function webhooks(open: OpenStore): void {
         event_id: closed.id,
         type: 'session.closed',
         ordering_key: closed.ordering_key,
+        shard: closed.shard,
         attempts: 0,
+        next_attempt_at: closed.created_at,
         url: both.url,
         secret,
         payload: closed.payload,
@@ -189,6 +213,7 @@ export function webhooks(open: OpenStore): void {
         webhookEvents: [event(tenantId, 'session.closed', { ordering_key: record.id })],
       });
       assert.equal(result.messages_count, 0);
+      assert.equal(result.webhook_deliveries, 0, 'no endpoint subscribes');
       assert.equal((await ctx.store.getSession(tenantId, record.id))?.status, 'closed');
       // An endpoint created afterwards does not receive an event of before it.
       const { webhook } = await endpoint(tenantId, ['session.closed']);
@@ -223,7 +248,7 @@ export function webhooks(open: OpenStore): void {
         }),
       ]);
       assert.ok(stale.status === 'rejected' && isStale(fenced.record.shard)(stale.reason));
-      assert.equal(fine.status, 'fulfilled');
+      assert.equal(fine.status === 'fulfilled' && fine.value.webhook_deliveries, 1);
       assert.deepEqual(await eventIds(tenantId, webhook.id), [kept.id]);
 
       // Alone, too.
@@ -240,27 +265,48 @@ export function webhooks(open: OpenStore): void {
       assert.deepEqual(await eventIds(tenantId, webhook.id), [kept.id]);
     });
 
-    it('deleteUser queues its event with the delete, and only when a user was deleted', async () => {
+    it('deleteUser queues the event its callback builds from the deletion instant, and only when a user was deleted', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['user.deleted']);
       const userId = unique('usr');
       await ctx.store.createUser(tenantId, userId, {});
-      const deleted = event(tenantId, 'user.deleted', { ordering_key: userId });
-      assert.equal(await ctx.store.deleteUser(tenantId, userId, deleted), true);
-      assert.deepEqual(await eventIds(tenantId, webhook.id), [deleted.id]);
+      const instants: string[] = [];
+      /** The event as the service builds it: stamped, and reporting `deleted_at`, with the store's instant. */
+      const report = (forUser: string) => (deletedAt: string) => {
+        instants.push(deletedAt);
+        return event(tenantId, 'user.deleted', {
+          ordering_key: forUser,
+          created_at: deletedAt,
+          payload: JSON.stringify({ type: 'user.deleted', data: { id: forUser, deleted_at: deletedAt } }),
+        });
+      };
+      const before = Date.now();
+      assert.equal(await ctx.store.deleteUser(tenantId, userId, report(userId)), true);
+      const after = Date.now();
+      const [deletedAt] = instants;
+      assert.equal(instants.length, 1);
+      assert.ok(deletedAt);
+      assert.match(deletedAt, isoInstant);
+      assert.ok(Date.parse(deletedAt) >= before && Date.parse(deletedAt) <= after, 'the delete’s instant');
+      const [queued] = await deliveries(tenantId, webhook.id);
+      assert.equal(queued?.created_at, deletedAt);
+      const [sent] = (await ctx.store.dueWebhookDeliveries(deletedAt, 1000)).filter(
+        (d) => d.webhook_id === webhook.id,
+      );
+      assert.equal(JSON.parse(sent?.payload ?? '{}').data.deleted_at, deletedAt);
 
-      const again = event(tenantId, 'user.deleted', { ordering_key: userId });
-      assert.equal(await ctx.store.deleteUser(tenantId, userId, again), false, 'already deleted');
+      assert.equal(await ctx.store.deleteUser(tenantId, userId, report(userId)), false, 'already deleted');
       const unknown = unique('usr');
-      const never = event(tenantId, 'user.deleted', { ordering_key: unknown });
-      assert.equal(await ctx.store.deleteUser(tenantId, unknown, never), false);
-      assert.deepEqual(await eventIds(tenantId, webhook.id), [deleted.id]);
+      assert.equal(await ctx.store.deleteUser(tenantId, unknown, report(unknown)), false);
+      assert.equal(instants.length, 1, 'no event is built for a delete that did not happen');
+      assert.equal((await deliveries(tenantId, webhook.id)).length, 1);
 
       // Without an event a delete queues nothing.
       const quiet = unique('usr');
       await ctx.store.createUser(tenantId, quiet, {});
       assert.equal(await ctx.store.deleteUser(tenantId, quiet), true);
-      assert.deepEqual(await eventIds(tenantId, webhook.id), [deleted.id]);
+      assert.equal((await deliveries(tenantId, webhook.id)).length, 1);
+      await deliverAll(new Date(after + 1000).toISOString(), new Set([webhook.id]));
     });
 
     it('upsertFeedback queues the event its callback builds from the feedback as stored', async () => {
@@ -294,8 +340,12 @@ export function webhooks(open: OpenStore): void {
       const payloads = (await ctx.store.dueWebhookDeliveries(new Date().toISOString(), 1000))
         .filter((d) => ours.has(d.webhook_id))
         .map((d) => JSON.parse(d.payload).data);
-      // The second waits for the first: same endpoint, same key.
+      // The second is queued behind the first (same endpoint, same key): it has no due time yet.
       assert.deepEqual(payloads, [first]);
+      assert.deepEqual(
+        list.map((d) => d.next_attempt_at === null),
+        [true, false],
+      );
       await deliverAll(new Date(Date.now() + 1000).toISOString(), ours);
     });
 
@@ -323,57 +373,65 @@ export function webhooks(open: OpenStore): void {
       assert.deepEqual(await ctx.store.dueWebhookDeliveries(iso(0), 1000, []), []);
 
       // A retry is due again at its next attempt; a delivered or failed one never.
-      const byEvent = new Map(
-        (await deliveries(tenantId, webhook.id)).map((d) => [d.event_id, d.id] as const),
-      );
-      await attempt(byEvent.get(early.id) ?? '', 'pending', 503, iso(0), iso(5_000));
-      await attempt(byEvent.get(late.id) ?? '', 'delivered', 204, iso(0), null);
-      await attempt(byEvent.get(exact.id) ?? '', 'failed', 410, iso(0), null);
+      await attempt(await deliveryOf(tenantId, webhook.id, early), 'pending', 503, iso(0), iso(5_000));
+      await attempt(await deliveryOf(tenantId, webhook.id, late), 'delivered', 204, iso(0), null);
+      await attempt(await deliveryOf(tenantId, webhook.id, exact), 'failed', 410, iso(0), null);
       assert.deepEqual(await due(iso(0), ours), []);
       assert.deepEqual(await due(iso(5_000), ours), [early].map(pair));
       assert.deepEqual(await due(iso(60_000), ours), [early, future].map(pair));
       await deliverAll(iso(60_000), ours);
     });
 
-    it('a later delivery of an endpoint and key waits while an earlier one is pending; other keys and endpoints do not', async () => {
+    it('a later delivery of an endpoint and key is queued behind a pending one, due only when that one is delivered or failed; other keys and endpoints are not held', async () => {
       const tenantId = await tenant();
       const { webhook: one } = await endpoint(tenantId, ['turn.completed', 'session.closed']);
       const { webhook: two } = await endpoint(tenantId, ['turn.completed', 'session.closed']);
       const ours = new Set([one.id, two.id]);
       const key = newId('ses');
-      // The later events are due earlier: order per key is the order written, not the due time.
+      // The later events are stamped earlier: order per key is the order written, not the event's time.
       const k1 = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(-10) });
       const k2 = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(-20) });
       const k3 = event(tenantId, 'session.closed', { ordering_key: key, created_at: iso(-30) });
       const other = event(tenantId, 'turn.completed', { created_at: iso(-40) });
+      // Queued behind one of the same commit, and behind one of an earlier commit.
       await queue(tenantId, [k1, k2]);
       await queue(tenantId, [k3, other]);
       const pair = (w: Webhook, e: WebhookEvent) => `${w.id}:${e.id}`;
-      const idOf = async (w: Webhook, e: WebhookEvent) => {
-        const found = (await deliveries(tenantId, w.id)).find((d) => d.event_id === e.id);
-        assert.ok(found);
-        return found.id;
-      };
+      const of = (w: Webhook, e: WebhookEvent) => deliveryOf(tenantId, w.id, e);
+      const nextAttempt = async (w: Webhook, e: WebhookEvent) => (await of(w, e)).next_attempt_at;
 
-      assert.deepEqual(await due(iso(0), ours), [
+      const never = iso(1e12);
+      for (const at of [iso(0), never]) {
+        assert.deepEqual(await due(at, ours), [
+          pair(one, other),
+          pair(two, other),
+          pair(one, k1),
+          pair(two, k1),
+        ]);
+      }
+      for (const w of [one, two]) {
+        assert.equal(await nextAttempt(w, k2), null, 'blocked: no due time');
+        assert.equal(await nextAttempt(w, k3), null);
+      }
+
+      // Delivered: the next of its key falls due at the attempt's time, on that endpoint only.
+      await attempt(await of(one, k1), 'delivered', 200, iso(5), null);
+      assert.equal(await nextAttempt(one, k2), iso(5));
+      assert.equal(await nextAttempt(two, k2), null);
+      assert.deepEqual(await due(iso(4), ours), [pair(one, other), pair(two, other), pair(two, k1)]);
+      assert.deepEqual(await due(iso(5), ours), [
         pair(one, other),
         pair(two, other),
-        pair(one, k1),
         pair(two, k1),
-      ]);
-
-      await attempt(await idOf(one, k1), 'delivered', 200, iso(0), null);
-      assert.deepEqual(await due(iso(0), ours), [
-        pair(one, other),
-        pair(two, other),
         pair(one, k2),
-        pair(two, k1),
       ]);
+      assert.equal(await nextAttempt(one, k3), null, 'still behind k2');
 
-      // Pending again, to be retried later: the next of its key still waits, even though due itself.
-      await attempt(await idOf(one, k2), 'pending', 500, iso(0), iso(1_000));
-      assert.deepEqual(await due(iso(0), ours), [pair(one, other), pair(two, other), pair(two, k1)]);
-      assert.deepEqual(await due(iso(1_000), ours), [
+      // Pending again, to be retried later: the next of its key stays blocked.
+      await attempt(await of(one, k2), 'pending', 500, iso(10), iso(1_000));
+      assert.equal(await nextAttempt(one, k3), null);
+      assert.deepEqual(await due(iso(10), ours), [pair(one, other), pair(two, other), pair(two, k1)]);
+      assert.deepEqual(await due(never, ours), [
         pair(one, other),
         pair(two, other),
         pair(two, k1),
@@ -381,14 +439,25 @@ export function webhooks(open: OpenStore): void {
       ]);
 
       // Given up on: the next of its key goes.
-      await attempt(await idOf(one, k2), 'failed', 500, iso(1_000), null);
+      await attempt(await of(one, k2), 'failed', 500, iso(1_000), null);
+      assert.equal(await nextAttempt(one, k3), iso(1_000));
       assert.deepEqual(await due(iso(1_000), ours), [
         pair(one, other),
         pair(two, other),
-        pair(one, k3),
         pair(two, k1),
+        pair(one, k3),
       ]);
-      await deliverAll(iso(1_000), ours);
+
+      // Once the key has nothing pending, a new delivery of it is due at once.
+      await attempt(await of(one, k3), 'delivered', 200, iso(1_001), null);
+      const k4 = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(1_002) });
+      await queue(tenantId, [k4]);
+      assert.equal(await nextAttempt(one, k4), iso(1_002));
+      assert.equal(await nextAttempt(two, k4), null, 'the other endpoint still has k1 to k3 pending');
+      // Each delivered in turn: every one falls due once the one before it is delivered.
+      await deliverAll(iso(1_002), ours);
+      const statuses = (await deliveries(tenantId, two.id)).map((d) => d.status);
+      assert.deepEqual(statuses, ['delivered', 'delivered', 'delivered', 'delivered', 'delivered']);
     });
 
     it('recordWebhookAttempt counts attempts and keeps the last status code and times', async () => {
@@ -399,7 +468,7 @@ export function webhooks(open: OpenStore): void {
       const [queued] = await deliveries(tenantId, webhook.id);
       assert.ok(queued);
 
-      await attempt(queued.id, 'pending', null, iso(100), iso(1_100));
+      assert.equal(await attempt(queued, 'pending', null, iso(100), iso(1_100)), true);
       assert.deepEqual(await deliveries(tenantId, webhook.id), [
         {
           ...queued,
@@ -409,18 +478,234 @@ export function webhooks(open: OpenStore): void {
           next_attempt_at: iso(1_100),
         },
       ]);
-      await attempt(queued.id, 'pending', 502, iso(1_200), iso(6_200));
-      await attempt(queued.id, 'delivered', 200, iso(6_300), null);
-      assert.deepEqual(await deliveries(tenantId, webhook.id), [
-        {
-          ...queued,
-          status: 'delivered',
-          attempts: 3,
-          last_status_code: 200,
-          last_attempt_at: iso(6_300),
-          next_attempt_at: null,
-        },
+      assert.equal(
+        await attempt({ id: queued.id, attempts: 1 }, 'pending', 502, iso(1_200), iso(6_200)),
+        true,
+      );
+      assert.equal(await attempt({ id: queued.id, attempts: 2 }, 'delivered', 200, iso(6_300), null), true);
+      const delivered: WebhookDelivery = {
+        ...queued,
+        status: 'delivered',
+        attempts: 3,
+        last_status_code: 200,
+        last_attempt_at: iso(6_300),
+        next_attempt_at: null,
+      };
+      assert.deepEqual(await deliveries(tenantId, webhook.id), [delivered]);
+
+      // A late record (another process's attempt, read before this one was recorded) writes nothing.
+      assert.equal(
+        await attempt({ id: queued.id, attempts: 2 }, 'pending', 503, iso(7_000), iso(8_000)),
+        false,
+      );
+      assert.equal(
+        await attempt({ id: queued.id, attempts: 3 }, 'pending', 503, iso(7_000), iso(8_000)),
+        false,
+      );
+      assert.deepEqual(await deliveries(tenantId, webhook.id), [delivered], 'delivered stays delivered');
+      assert.equal(
+        await attempt({ id: newId('whd'), attempts: 0 }, 'delivered', 200, iso(7_000), null),
+        false,
+      );
+    });
+
+    it('recordWebhookAttempt is stale when another attempt was recorded since, and of two at once exactly one counts', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed']);
+      const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
+      await queue(tenantId, [completed]);
+      const [queued] = await deliveries(tenantId, webhook.id);
+      assert.ok(queued);
+
+      assert.equal(await attempt(queued, 'pending', 500, iso(1), iso(2)), true);
+      assert.equal(
+        await attempt(queued, 'delivered', 200, iso(3), null),
+        false,
+        'read before the first record',
+      );
+      const [afterOne] = await deliveries(tenantId, webhook.id);
+      assert.equal(afterOne?.status, 'pending');
+      assert.equal(afterOne?.attempts, 1);
+      assert.equal(afterOne?.next_attempt_at, iso(2));
+
+      const results = await Promise.all([
+        attempt({ id: queued.id, attempts: 1 }, 'delivered', 200, iso(4), null),
+        attempt({ id: queued.id, attempts: 1 }, 'pending', 503, iso(4), iso(10)),
       ]);
+      assert.equal(results.filter(Boolean).length, 1);
+      const [recorded] = await deliveries(tenantId, webhook.id);
+      assert.equal(recorded?.attempts, 2);
+      assert.equal(recorded?.status, results[0] ? 'delivered' : 'pending');
+      await deliverAll(iso(10), new Set([webhook.id]));
+    });
+
+    it('claimWebhookDelivery takes a due delivery once, as read, and it is due again at the end of the claim', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed']);
+      const ours = new Set([webhook.id]);
+      const key = newId('ses');
+      const first = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(0) });
+      const second = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(1) });
+      await queue(tenantId, [first, second]);
+      const [read] = (await ctx.store.dueWebhookDeliveries(iso(0), 1000)).filter((d) =>
+        ours.has(d.webhook_id),
+      );
+      assert.ok(read);
+      assert.equal(read.event_id, first.id);
+      const claim = { id: read.id, attempts: read.attempts, next_attempt_at: read.next_attempt_at };
+
+      // Two processes that read it alike: exactly one takes it.
+      const taken = await Promise.all([
+        ctx.store.claimWebhookDelivery({ ...claim, until: iso(15_000) }),
+        ctx.store.claimWebhookDelivery({ ...claim, until: iso(15_000) }),
+      ]);
+      assert.deepEqual(taken.sort(), [false, true]);
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...claim, until: iso(20_000) }), false, 'taken');
+      assert.equal((await deliveryOf(tenantId, webhook.id, first)).next_attempt_at, iso(15_000));
+      assert.deepEqual(await due(iso(14_999), ours), [], 'not due while claimed');
+      assert.deepEqual(await due(iso(15_000), ours), [`${webhook.id}:${first.id}`]);
+
+      // A claim that lapsed (its process died) is taken again, as read now.
+      const lapsed = { ...claim, next_attempt_at: iso(15_000) };
+      assert.equal(
+        await ctx.store.claimWebhookDelivery({ ...lapsed, attempts: 1, until: iso(30_000) }),
+        false,
+        'stale attempts',
+      );
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...lapsed, until: iso(30_000) }), true);
+
+      // A blocked delivery, an unknown one, and one no longer pending are not taken.
+      const blocked = await deliveryOf(tenantId, webhook.id, second);
+      assert.equal(blocked.next_attempt_at, null);
+      for (const next_attempt_at of [iso(0), iso(1), iso(30_000)]) {
+        assert.equal(
+          await ctx.store.claimWebhookDelivery({
+            id: blocked.id,
+            attempts: 0,
+            next_attempt_at,
+            until: iso(40_000),
+          }),
+          false,
+        );
+      }
+      assert.equal(
+        await ctx.store.claimWebhookDelivery({ ...lapsed, id: newId('whd'), until: iso(40_000) }),
+        false,
+      );
+      assert.equal(await attempt(read, 'delivered', 200, iso(31_000), null), true);
+      assert.equal(
+        await ctx.store.claimWebhookDelivery({ ...lapsed, next_attempt_at: iso(30_000), until: iso(40_000) }),
+        false,
+        'delivered',
+      );
+      assert.equal((await deliveryOf(tenantId, webhook.id, first)).status, 'delivered');
+      await deliverAll(iso(31_000), ours);
+    });
+
+    it('a commit reports how many deliveries it queued, each write of a group its own', async () => {
+      const tenantId = await tenant();
+      await endpoint(tenantId, ['turn.completed', 'session.closed']);
+      await endpoint(tenantId, ['session.closed']);
+      const ours = new Set((await ctx.store.listWebhooks(tenantId)).map((w) => w.id));
+      const [a, b, c] = await Promise.all([
+        createSession(tenantId),
+        createSession(tenantId),
+        createSession(tenantId),
+      ]);
+      assert.ok(a && b && c);
+      // Together, so that a store grouping commits into one transaction has all three in it.
+      const results = await Promise.all(
+        [
+          [event(tenantId, 'turn.completed'), event(tenantId, 'session.closed')],
+          [event(tenantId, 'user.deleted')],
+          [],
+        ].map((events, i) => {
+          const s = [a, b, c][i];
+          assert.ok(s);
+          return ctx.store.commitSession({
+            session_id: s.record.id,
+            fence: s.fence,
+            patch: { snapshot: '{}' },
+            webhookEvents: events,
+          });
+        }),
+      );
+      assert.deepEqual(
+        results.map((r) => r.webhook_deliveries),
+        [3, 0, 0],
+      );
+      await deliverAll(new Date(Date.now() + 1000).toISOString(), ours);
+    });
+
+    it('a commit queueing behind the first delivery of its key while that one is recorded never leaves its delivery blocked with nothing before it', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed']);
+      const { record, fence } = await createSession(tenantId);
+      const commit = (e: WebhookEvent) =>
+        ctx.store.commitSession({
+          session_id: record.id,
+          fence,
+          patch: { snapshot: '{}' },
+          webhookEvents: [e],
+        });
+      const turn = (round: number) =>
+        event(tenantId, 'turn.completed', { ordering_key: record.id, created_at: iso(round * 10) });
+
+      let head = turn(0);
+      assert.equal((await commit(head)).webhook_deliveries, 1);
+      // Each round queues the next event while the one before it is recorded delivered, at once: on a store
+      // with a pool of connections, the two transactions interleave either way.
+      for (let round = 1; round <= 50; round++) {
+        const queued = await deliveryOf(tenantId, webhook.id, head);
+        const next = turn(round);
+        const [committed, recorded] = await Promise.all([
+          commit(next),
+          attempt(queued, 'delivered', 200, iso(round * 10 + 5), null),
+        ]);
+        assert.equal(committed.webhook_deliveries, 1);
+        assert.equal(recorded, true);
+        // Its predecessor is delivered: whichever went first, the new one must be due now.
+        const pending = (await deliveries(tenantId, webhook.id)).filter((d) => d.status === 'pending');
+        assert.deepEqual(
+          pending.map((d) => d.event_id),
+          [next.id],
+          `round ${round}`,
+        );
+        assert.ok(pending[0]?.next_attempt_at !== null, `round ${round}: blocked with nothing before it`);
+        head = next;
+      }
+      await deliverAll(iso(1_000), new Set([webhook.id]));
+    });
+
+    it('two changes queueing events of one key at once leave only the first of them due', async () => {
+      const tenantId = await tenant();
+      const { webhook } = await endpoint(tenantId, ['turn.completed', 'feedback.submitted']);
+      const ours = new Set([webhook.id]);
+      const { record, fence } = await createSession(tenantId);
+      for (let round = 1; round <= 20; round++) {
+        // A session's commit and its feedback, each in a transaction of its own, with nothing pending before.
+        const at = iso(round * 10);
+        await Promise.all([
+          ctx.store.commitSession({
+            session_id: record.id,
+            fence,
+            patch: { snapshot: '{}' },
+            webhookEvents: [event(tenantId, 'turn.completed', { ordering_key: record.id, created_at: at })],
+          }),
+          ctx.store.upsertFeedback(
+            record.id,
+            { id: newId('fb'), score: round % 11, comment: null, metadata: {} },
+            () => event(tenantId, 'feedback.submitted', { ordering_key: record.id, created_at: at }),
+          ),
+        ]);
+        const pending = (await deliveries(tenantId, webhook.id)).filter((d) => d.status === 'pending');
+        assert.deepEqual(
+          pending.map((d) => d.next_attempt_at === null).sort(),
+          [false, true],
+          `round ${round}: one due, one behind it`,
+        );
+        await deliverAll(at, ours);
+      }
     });
 
     it('listWebhookDeliveries pages newest first, and is null for an endpoint that is not the tenant’s', async () => {
@@ -491,12 +776,10 @@ export function webhooks(open: OpenStore): void {
       const pending = event(tenantId, 'turn.completed', { created_at: at(2) });
       const recent = event(tenantId, 'turn.completed', { created_at: at(10_000) });
       await queue(tenantId, [delivered, failed, pending, recent]);
-      const byEvent = new Map(
-        (await deliveries(tenantId, webhook.id)).map((d) => [d.event_id, d.id] as const),
-      );
-      await attempt(byEvent.get(delivered.id) ?? '', 'delivered', 200, at(20_000), null);
-      await attempt(byEvent.get(failed.id) ?? '', 'failed', 404, at(20_000), null);
-      await attempt(byEvent.get(recent.id) ?? '', 'delivered', 200, at(20_000), null);
+      const of = (e: WebhookEvent) => deliveryOf(tenantId, webhook.id, e);
+      await attempt(await of(delivered), 'delivered', 200, at(20_000), null);
+      await attempt(await of(failed), 'failed', 404, at(20_000), null);
+      await attempt(await of(recent), 'delivered', 200, at(20_000), null);
 
       assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 2);
       assert.deepEqual(await eventIds(tenantId, webhook.id), [pending.id, recent.id].sort());
