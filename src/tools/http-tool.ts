@@ -3,6 +3,7 @@
 // rejects.
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as httpRequest } from 'undici';
+import { errorCode, readBounded } from '../outbound/bounded-read.ts';
 import {
   idempotencyKeyOf,
   MAX_TOOL_RESULT_BYTES,
@@ -94,42 +95,12 @@ async function callHttpTool(
       return failed({ error: 'timeout', message: `The tool did not answer within ${config.timeout_ms} ms.` });
     }
     // The code, not undici's message: that names the tool's host and address, not the model's to repeat.
-    return failed({ error: 'unreachable', message: `The tool could not be reached (${codeOf(err)}).` });
+    return failed({ error: 'unreachable', message: `The tool could not be reached (${errorCode(err)}).` });
   } finally {
     clearTimeout(timer);
   }
 }
 
-/**
- * Reads a body up to `limit` bytes. Past it the body is destroyed (the connection with it) and `over` is set,
- * so a tool streaming far more than the limit costs no more than the limit.
- */
-async function readBounded(
-  body: AsyncIterable<Buffer> & { destroy(): void },
-  limit: number,
-): Promise<{ bytes: Buffer; over: boolean }> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    if (size + chunk.length > limit) {
-      chunks.push(chunk.subarray(0, limit - size));
-      body.destroy();
-      return { bytes: Buffer.concat(chunks), over: true };
-    }
-    chunks.push(chunk);
-    size += chunk.length;
-  }
-  return { bytes: Buffer.concat(chunks), over: false };
-}
-
 const failed = (output: Record<string, unknown>): ToolOutcome => ({ status: 'error', output });
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
-
-function codeOf(err: unknown): string {
-  const code = err instanceof Error && 'code' in err ? err.code : undefined;
-  if (typeof code === 'string') return code;
-  // A connection tried on several addresses fails with an AggregateError, whose parts carry the codes.
-  if (err instanceof AggregateError) return codeOf(err.errors[0]);
-  return err instanceof Error ? err.name : 'unknown error';
-}

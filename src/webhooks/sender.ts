@@ -3,6 +3,7 @@
 // due (deliverer.ts imports it then), so that a process without webhooks never loads undici for it.
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
+import { errorCode, readBounded } from '../outbound/bounded-read.ts';
 import type { DueWebhookDelivery } from '../store/store.ts';
 import { VERSION } from '../version.ts';
 import { guardedLookup, isPrivateLiteral, PrivateAddressError } from './address-guard.ts';
@@ -64,12 +65,12 @@ export class WebhookSender {
         signal: AbortSignal.any([signal, timeout.signal]),
       });
       // The status is the answer: a body that is large, slow or cut short does not change it.
-      await discardBounded(response.body, MAX_ANSWER_BYTES).catch(() => {});
+      await readBounded(response.body, MAX_ANSWER_BYTES).catch(() => {});
       return { status_code: response.statusCode };
     } catch (err) {
       if (signal.aborted) throw signal.reason;
       if (timeout.signal.aborted) return { status_code: null, error: 'timeout' };
-      const code = codeOf(err);
+      const code = errorCode(err);
       // The guard refused the address a name resolved to (guardedLookup).
       return { status_code: null, error: code === PrivateAddressError.code ? 'private_address' : code };
     } finally {
@@ -81,23 +82,4 @@ export class WebhookSender {
   async close(): Promise<void> {
     await this.#agent.destroy();
   }
-}
-
-/** Reads and drops up to `limit` bytes; past them the body, and its connection, are destroyed. */
-async function discardBounded(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number) {
-  let size = 0;
-  for await (const chunk of body) {
-    size += chunk.length;
-    if (size > limit) {
-      body.destroy();
-      return;
-    }
-  }
-}
-
-function codeOf(err: unknown): string {
-  if (err instanceof AggregateError && err.errors.length > 0) return codeOf(err.errors[0]);
-  const code = err instanceof Error && 'code' in err ? err.code : undefined;
-  if (typeof code === 'string') return code;
-  return err instanceof Error ? err.name : 'unknown_error';
 }
