@@ -148,6 +148,7 @@ export class WebhookDeliverer {
   async #attempt(delivery: DueWebhookDelivery): Promise<boolean> {
     const { store, metrics, log } = this.#o;
     const signal = this.#stopping.signal;
+    const sender = await this.#senderOf();
     const at = new Date();
     // Taken for this attempt only if still as read: another process (a shard handed over mid-attempt) or an
     // earlier read of this one sends nothing meanwhile, and the record below fails if it was taken anyway.
@@ -158,10 +159,13 @@ export class WebhookDeliverer {
       until: new Date(at.getTime() + this.#timeoutMs + CLAIM_SLACK_MS).toISOString(),
     };
     if (!(await store.claimWebhookDelivery(claim))) return false;
+    // The request ends within the claim, however long the claim itself took (a pool wait, a paused process):
+    // past it, another process may be sending the delivery.
+    const left = Date.parse(claim.until) - CLAIM_SLACK_MS - Date.now();
+    if (left <= 0) return false;
     let result: AttemptResult;
     try {
-      const sender = await this.#senderOf();
-      result = await sender.send(delivery, this.#timeoutMs, signal);
+      result = await sender.send(delivery, Math.min(this.#timeoutMs, left), signal);
     } catch (err) {
       if (signal.aborted) {
         // Stopped mid-attempt: nothing is recorded, and the claim is given back (a claim of its own end) so
@@ -173,9 +177,7 @@ export class WebhookDeliverer {
       result = { status_code: null, error: err instanceof Error ? err.message : String(err) };
     }
     const ended = Date.now();
-    metrics.attemptDuration.observe((ended - at.getTime()) / 1000);
     const outcome = this.#outcomeOf(delivery, result, ended);
-    metrics.deliveries.inc({ outcome: outcome.status === 'pending' ? 'retry' : outcome.status });
     const record: WebhookAttempt = {
       id: delivery.id,
       attempts: delivery.attempts,
@@ -187,19 +189,21 @@ export class WebhookDeliverer {
       // False: recorded by another attempt since (its claim had lapsed); that record stands.
       if (!(await store.recordWebhookAttempt(record))) return true;
     } catch (err) {
-      // No look at once: the delivery is still due, and sending it again now would likely repeat this.
+      // No look at once: the delivery is sent again once its claim lapses.
       log.warn(
         { err, delivery_id: delivery.id },
         'recording a webhook attempt failed; it will be sent again',
       );
       return false;
     }
+    metrics.attemptDuration.observe((ended - at.getTime()) / 1000);
+    metrics.deliveries.inc({ outcome: outcome.status === 'pending' ? 'retry' : outcome.status });
     // A retry due before the next poll (a short schedule) is looked for when it is due.
     if (outcome.next_attempt_at) this.#wakeAt(Date.parse(outcome.next_attempt_at));
     if (outcome.status === 'failed') {
       log.warn(
         { delivery_id: delivery.id, webhook_id: delivery.webhook_id, event_id: delivery.event_id, ...result },
-        'webhook delivery failed for good: its retry schedule is spent',
+        "webhook delivery failed for good: its retry schedule is spent, or its event is older than the schedule's span",
       );
     }
     return true;
@@ -222,8 +226,13 @@ export class WebhookDeliverer {
     // waited behind others (an endpoint down for a day) is not given a schedule of its own: past the
     // schedule's span from its event, one attempt is its last, so a backlog drains in one pass.
     const wait = this.#o.retrySchedule[delivery.attempts];
-    const span = now - Date.parse(delivery.created_at);
-    if (wait === undefined || span >= this.#retrySpanMs) return { status: 'failed', next_attempt_at: null };
+    // What its own attempts may have taken is allowed for, so that a delivery that never waited keeps its
+    // whole schedule.
+    const allowance = (delivery.attempts + 1) * (this.#timeoutMs + CLAIM_SLACK_MS + this.#pollMs);
+    const age = now - Date.parse(delivery.created_at);
+    if (wait === undefined || age >= this.#retrySpanMs + allowance) {
+      return { status: 'failed', next_attempt_at: null };
+    }
     return { status: 'pending', next_attempt_at: new Date(now + wait).toISOString() };
   }
 

@@ -2,6 +2,7 @@
 // the service: every event type, signed; in order per session; retried past a receiver that fails twice.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { WEBHOOK_EVENT_TYPES } from '../../src/store/store.ts';
 import { openConversation } from '../helpers/conversations.ts';
 import {
   assert422,
@@ -16,14 +17,7 @@ import {
 import { waitFor } from '../helpers/wait.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../helpers/webhook-receiver.ts';
 
-const ALL_EVENTS = [
-  'session.closed',
-  'session.expired',
-  'turn.completed',
-  'turn.failed',
-  'feedback.submitted',
-  'user.deleted',
-];
+const ALL_EVENTS = [...WEBHOOK_EVENT_TYPES];
 
 // Retries 50 ms apart, so that a receiver failing twice is done with at once; a sweep every second expires
 // sessions of the `short` agent (a second of life) soon after.
