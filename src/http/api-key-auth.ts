@@ -1,6 +1,7 @@
 // API-key authentication for the server-side family: `X-API-Key` → the tenant and agent scope of the key.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { hashApiKey, scopeAllows } from '../auth/api-keys.ts';
+import { ApiKeyCache } from '../auth/api-key-cache.ts';
+import { scopeAllows } from '../auth/api-keys.ts';
 import { AppError } from '../errors.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 
@@ -13,12 +14,13 @@ declare module 'fastify' {
 /** Adds an onRequest hook to `scope` that authenticates every route registered in it. */
 export function requireApiKey(scope: FastifyInstance, store: Store) {
   scope.decorateRequest('apiKey', null);
+  const keys = new ApiKeyCache(store);
   scope.addHook('onRequest', async (request) => {
     const header = request.headers['x-api-key'];
     if (typeof header !== 'string' || header === '') {
       throw new AppError('unauthorized', 'Send your API key in the X-API-Key header.');
     }
-    const key = await store.findApiKeyByHash(hashApiKey(header));
+    const key = await keys.find(header);
     if (!key) throw new AppError('invalid_api_key');
     request.apiKey = key;
   });

@@ -14,6 +14,7 @@ export type TenantPart = Pick<
   | 'listApiKeys'
   | 'revokeApiKey'
   | 'countActiveApiKeys'
+  | 'apiKeyEpoch'
 >;
 export type UserPart = Pick<Store, 'createUser' | 'getUser' | 'listUsers' | 'updateUser' | 'deleteUser'>;
 export type FilePart = Pick<Store, 'createFile' | 'getFile' | 'listFiles' | 'readFileContent' | 'deleteFile'>;
@@ -106,6 +107,9 @@ export abstract class ComposedStore implements Store {
   }
   countActiveApiKeys() {
     return this.parts.tenants.countActiveApiKeys();
+  }
+  apiKeyEpoch() {
+    return this.parts.tenants.apiKeyEpoch();
   }
 
   createUser(...args: Args<'createUser'>) {

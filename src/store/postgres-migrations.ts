@@ -243,4 +243,25 @@ export const postgresMigrations: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_done ON webhook_deliveries(created_at) WHERE status <> 'pending';
     `,
   },
+  {
+    version: 8,
+    name: 'API key epoch',
+    // As in SQLite: a counter moved by a trigger in the transaction of every change to a key but its
+    // creation, whoever writes it; row-level, so a revocation that finds no active key moves nothing.
+    sql: `
+      CREATE TABLE api_key_epoch (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch BIGINT NOT NULL
+      );
+      INSERT INTO api_key_epoch (id, epoch) VALUES (1, 0);
+      CREATE FUNCTION api_key_epoch_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+          UPDATE api_key_epoch SET epoch = epoch + 1 WHERE id = 1;
+          RETURN NULL;
+        END
+      $$;
+      CREATE TRIGGER api_keys_changed AFTER UPDATE OR DELETE ON api_keys
+        FOR EACH ROW EXECUTE FUNCTION api_key_epoch_bump();
+    `,
+  },
 ];

@@ -65,5 +65,10 @@ export function part(db: Db): TenantPart {
       const [row] = await db.rows('SELECT count(*)::int AS n FROM api_keys WHERE revoked_at IS NULL');
       return Number(row?.n);
     },
+
+    async apiKeyEpoch() {
+      const [row] = await db.rows('SELECT epoch FROM api_key_epoch WHERE id = 1');
+      return Number(row?.epoch);
+    },
   };
 }

@@ -236,4 +236,22 @@ export const sqliteMigrations: readonly Migration[] = [
       CREATE INDEX webhook_deliveries_done ON webhook_deliveries(created_at) WHERE status <> 'pending';
     `,
   },
+  {
+    version: 8,
+    name: 'API key epoch',
+    // One counter that moves in the transaction of every change to a key but its creation, so that a cache
+    // of active keys knows when to forget them (src/auth/api-key-cache.ts). Triggers, not the store's code:
+    // a revocation by any writer counts, an older process in a rolling upgrade and hand-written SQL too.
+    sql: `
+      CREATE TABLE api_key_epoch (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        epoch INTEGER NOT NULL
+      );
+      INSERT INTO api_key_epoch (id, epoch) VALUES (1, 0);
+      CREATE TRIGGER api_keys_updated AFTER UPDATE ON api_keys
+        BEGIN UPDATE api_key_epoch SET epoch = epoch + 1 WHERE id = 1; END;
+      CREATE TRIGGER api_keys_deleted AFTER DELETE ON api_keys
+        BEGIN UPDATE api_key_epoch SET epoch = epoch + 1 WHERE id = 1; END;
+    `,
+  },
 ];

@@ -7,6 +7,11 @@ import { run, type SqliteDb } from './sqlite-db.ts';
 
 /** The tenants and API keys of SqliteStore, on its connection. */
 export function part(db: SqliteDb): TenantPart {
+  // The key epoch with the data_version it was read at. data_version moves only when another connection
+  // commits, so while it stands the epoch is read from memory: what a request pays is this pragma. This
+  // connection's own changes to api_keys do not move it: each must forget the pair (revokeApiKey).
+  let epochAt: { dataVersion: number; epoch: number } | null = null;
+
   return {
     async createTenant(id, name) {
       const { sql, values } = insert(sqliteDialect, 'tenants', { id, name, created_at: now() });
@@ -54,12 +59,24 @@ export function part(db: SqliteDb): TenantPart {
       const result = db.write(() =>
         db.q('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL').run(now(), id),
       );
+      // The trigger moved the epoch, but this connection's own commit leaves data_version as it was.
+      epochAt = null;
       return Number(result.changes) === 1;
     },
 
     async countActiveApiKeys() {
       const row = db.q('SELECT count(*) AS n FROM api_keys WHERE revoked_at IS NULL').get();
       return Number(row?.n);
+    },
+
+    async apiKeyEpoch() {
+      const dataVersion = Number(db.q('PRAGMA data_version').get()?.data_version);
+      if (epochAt?.dataVersion !== dataVersion) {
+        // Read after the pragma, so at least as recent as the data_version it is kept with.
+        const epoch = Number(db.q('SELECT epoch FROM api_key_epoch WHERE id = 1').get()?.epoch);
+        epochAt = { dataVersion, epoch };
+      }
+      return epochAt.epoch;
     },
   };
 }

@@ -455,6 +455,12 @@ export interface Store {
   revokeApiKey(id: string): Promise<boolean>;
   /** Counts keys that can still authenticate. */
   countActiveApiKeys(): Promise<number>;
+  /**
+   * A number that moves whenever a key is revoked (or changed, or deleted), by any process on this database,
+   * in the transaction that does it; creating a key leaves it. What findApiKeyByHash found active after
+   * reading it stays active while it reads the same (src/auth/api-key-cache.ts).
+   */
+  apiKeyEpoch(): Promise<number>;
 
   /** Throws AppError `user_reference_conflict` when the reference is taken in the tenant. */
   createUser(tenantId: string, id: string, fields: UserFields): Promise<User>;

@@ -1,7 +1,17 @@
 // API-key authentication and per-key rate limiting of the server-side family.
 import assert from 'node:assert/strict';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { useTestApp } from '../helpers/app.ts';
+import { apiKeyPrefix, hashApiKey } from '../../src/auth/api-keys.ts';
+import { SqliteStore } from '../../src/store/sqlite.ts';
+import { apiKeyIdOf, type TestApp, useTestApp } from '../helpers/app.ts';
+import { runCli } from '../helpers/process.ts';
+
+/** The status of one request with `key`, and its error code if any. */
+async function statusWith(t: TestApp, key: string): Promise<[number, string | undefined]> {
+  const res = await t.app.inject({ url: '/v1/agents/users', headers: { 'x-api-key': key } });
+  return [res.statusCode, res.statusCode === 200 ? undefined : res.json().error.code];
+}
 
 describe('API-key authentication', () => {
   const t = useTestApp();
@@ -31,6 +41,57 @@ describe('API-key authentication', () => {
     const afterRevoke = await t.app.inject({ url: '/v1/agents/users', headers: { 'x-api-key': key } });
     assert.equal(afterRevoke.statusCode, 401);
     assert.equal(afterRevoke.json().error.code, 'invalid_api_key');
+  });
+
+  it('refuses a key on the very next request after the store revoked it, though it was accepted and kept before', async () => {
+    const key = await t.createKey('kept');
+    // Twice: the second time the key is served from the cache of authenticated keys.
+    assert.deepEqual(await statusWith(t, key), [200, undefined]);
+    assert.deepEqual(await statusWith(t, key), [200, undefined]);
+    assert.equal(await t.store.revokeApiKey(await apiKeyIdOf(t, key)), true);
+    assert.deepEqual(await statusWith(t, key), [401, 'invalid_api_key']);
+    assert.deepEqual(await statusWith(t, t.apiKey), [200, undefined], 'other keys still pass');
+  });
+
+  it('refuses a key at once when another connection to the database revokes it', async () => {
+    const key = await t.createKey('revoked-elsewhere');
+    assert.deepEqual(await statusWith(t, key), [200, undefined]);
+    assert.deepEqual(await statusWith(t, key), [200, undefined]);
+    const other = new SqliteStore(join(t.dataDir, 'parley.db'));
+    try {
+      assert.equal(await other.revokeApiKey(await apiKeyIdOf(t, key)), true);
+    } finally {
+      await other.close();
+    }
+    assert.deepEqual(await statusWith(t, key), [401, 'invalid_api_key']);
+    assert.deepEqual(await statusWith(t, t.apiKey), [200, undefined], 'other keys still pass');
+  });
+
+  it('refuses a key on the next request once `parley keys revoke` has returned in another process', async () => {
+    const key = await t.createKey('revoked-by-cli');
+    assert.deepEqual(await statusWith(t, key), [200, undefined]);
+    assert.deepEqual(await statusWith(t, key), [200, undefined]);
+    const revoked = await runCli(t.dataDir, ['keys', 'revoke', await apiKeyIdOf(t, key)]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.deepEqual(await statusWith(t, key), [401, 'invalid_api_key']);
+  });
+
+  it('accepts a key created by another connection on its first request, after that key was refused', async () => {
+    const other = new SqliteStore(join(t.dataDir, 'parley.db'));
+    try {
+      assert.deepEqual(await statusWith(t, 'pk_notyet'), [401, 'invalid_api_key']);
+      await other.createTenant('late', 'Late');
+      await other.createApiKey({
+        id: 'key_late',
+        tenant_id: 'late',
+        hash: hashApiKey('pk_notyet'),
+        prefix: apiKeyPrefix('pk_notyet'),
+        agents: ['*'],
+      });
+    } finally {
+      await other.close();
+    }
+    assert.deepEqual(await statusWith(t, 'pk_notyet'), [200, undefined]);
   });
 
   it('authenticates before validating: a bad body without a key is 401, not 422', async () => {

@@ -57,5 +57,30 @@ if (created.db === null) {
         await client.end();
       }
     });
+
+    it('a key revoked by hand-written SQL on another connection moves the key epoch (a trigger moves it)', async () => {
+      const store = new PostgresStore(db.url);
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        await store.migrate();
+        await store.createTenant('t_by_hand', 'Acme');
+        await store.createApiKey({
+          id: 'key_by_hand',
+          tenant_id: 't_by_hand',
+          hash: 'hash_by_hand',
+          prefix: 'pk_',
+          agents: ['*'],
+        });
+        const start = await store.apiKeyEpoch();
+        await client.query(
+          "UPDATE api_keys SET revoked_at = '2030-01-01T00:00:00.000Z' WHERE id = 'key_by_hand'",
+        );
+        assert.notEqual(await store.apiKeyEpoch(), start);
+      } finally {
+        await client.end();
+        await store.close();
+      }
+    });
   });
 }

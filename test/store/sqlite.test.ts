@@ -184,6 +184,49 @@ describe('SqliteStore on its file', () => {
     }
   });
 
+  it('a revocation committed over another connection moves the key epoch this store reads next', async () => {
+    const store = new SqliteStore(file);
+    const other = new SqliteStore(file);
+    try {
+      await store.migrate();
+      await store.createTenant('t1', 'Acme');
+      const key = await store.createApiKey({
+        id: 'key_1',
+        tenant_id: 't1',
+        hash: 'h1',
+        prefix: 'pk_',
+        agents: ['*'],
+      });
+      const start = await store.apiKeyEpoch();
+      // Another connection's commit that changes no key: the epoch is read again, and has not moved.
+      await other.createTenant('t2', 'Other');
+      assert.equal(await store.apiKeyEpoch(), start);
+      assert.equal(await other.revokeApiKey(key.id), true);
+      assert.notEqual(await store.apiKeyEpoch(), start);
+    } finally {
+      await Promise.all([store.close(), other.close()]);
+    }
+  });
+
+  it('a key revoked by hand-written SQL moves the key epoch too (a trigger moves it, not the store)', async () => {
+    const store = new SqliteStore(file);
+    try {
+      await store.migrate();
+      await store.createTenant('t1', 'Acme');
+      await store.createApiKey({ id: 'key_1', tenant_id: 't1', hash: 'h1', prefix: 'pk_', agents: ['*'] });
+      const start = await store.apiKeyEpoch();
+      const db = new DatabaseSync(file);
+      try {
+        db.prepare("UPDATE api_keys SET revoked_at = '2030-01-01T00:00:00.000Z' WHERE id = 'key_1'").run();
+      } finally {
+        db.close();
+      }
+      assert.notEqual(await store.apiKeyEpoch(), start);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('deleting a file leaves none of its bytes in the database', async () => {
     const store = new SqliteStore(file);
     try {

@@ -159,5 +159,26 @@ export function apiKeys(open: OpenStore): void {
       await ctx.store.revokeApiKey(key.id);
       assert.equal(await ctx.store.countActiveApiKeys(), before + 2);
     });
+
+    it('the key epoch moves with a revocation, and with nothing else done to keys', async () => {
+      const tenantId = await tenant();
+      const start = await ctx.store.apiKeyEpoch();
+      const { key } = await newKey(tenantId);
+      await ctx.store.findApiKeyByHash(key.hash);
+      await ctx.store.findApiKeyByHash(unique('hash'));
+      await ctx.store.getApiKey(key.id);
+      await ctx.store.listApiKeys(tenantId);
+      await ctx.store.countActiveApiKeys();
+      assert.equal(await ctx.store.apiKeyEpoch(), start, 'creating and reading keys leave it');
+
+      assert.equal(await ctx.store.revokeApiKey(key.id), true);
+      const revoked = await ctx.store.apiKeyEpoch();
+      assert.notEqual(revoked, start, 'a revocation moves it');
+      assert.equal(await ctx.store.apiKeyEpoch(), revoked, 'reading it leaves it');
+
+      assert.equal(await ctx.store.revokeApiKey(key.id), false);
+      assert.equal(await ctx.store.revokeApiKey(unique('key')), false);
+      assert.equal(await ctx.store.apiKeyEpoch(), revoked, 'a revocation that revokes nothing leaves it');
+    });
   });
 }
