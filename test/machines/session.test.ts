@@ -9,6 +9,7 @@ import {
   initialPersistedSnapshot,
   mayCallTools,
   type OperationRef,
+  persistedByMachine,
   persistedSnapshot,
   type RejectCode,
   type SessionContext,
@@ -602,6 +603,51 @@ describe('session machine: persisted snapshots', () => {
       actor.stop();
     });
   }
+
+  it("writes out, for every turn's commits, the very snapshot the machine computes, in every state it can be in", async () => {
+    const events: (SessionEvent | undefined)[] = [
+      undefined,
+      { type: 'ACTIVITY', expiresAt: EXPIRES + 70, byUser: true },
+      { type: 'ACTIVITY', expiresAt: EXPIRES + 80, byUser: false },
+      { type: 'WARNED' },
+      { type: 'TOOLS_CALLED', calls: 0 },
+      { type: 'TOOLS_CALLED', calls: 2 },
+      { type: 'TOOL_RESULT' },
+      { type: 'CLOSED', closedAt: '2024-03-03T00:00:00.000Z', reason: 'done' },
+      { type: 'EXPIRED' },
+    ];
+    /** The states a commit may meet: warned or not; idle, thinking with others queued (keyed), acting. */
+    const reach: ((
+      h: ReturnType<typeof harness>,
+      actor: ReturnType<ReturnType<typeof harness>['start']>,
+    ) => void)[] = [
+      () => {},
+      (_, actor) => actor.send(submit(op('a', { key: 'k1', fingerprint: 'f1' }))),
+      (_, actor) => {
+        actor.send(submit(op('a')));
+        actor.send(submit(op('b', { key: 'k2', fingerprint: 'f2' })));
+        actor.send({ type: 'TOOLS_CALLED', calls: 3 });
+        actor.send({ type: 'TOOL_RESULT' });
+      },
+    ];
+    for (const warned of [false, true]) {
+      for (const [n, into] of reach.entries()) {
+        for (const event of events) {
+          const h = harness();
+          const actor = h.start();
+          if (warned) actor.send({ type: 'WARNED' });
+          into(h, actor);
+          const snapshot = actor.getSnapshot();
+          assert.deepEqual(
+            JSON.parse(persistedSnapshot(snapshot, event)),
+            JSON.parse(persistedByMachine(snapshot, event)),
+            `warned ${warned}, state ${n}, ${JSON.stringify(event)}`,
+          );
+          actor.stop();
+        }
+      }
+    }
+  });
 
   it('applies the event before settling: a persisted CLOSED from a running session restores closed', () => {
     const h = harness();
