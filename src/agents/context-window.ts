@@ -146,7 +146,16 @@ export interface WindowPlan {
   budget: number;
 }
 
-const byteSize = (content: readonly ContentBlock[]) => contentTokens(content, byteBound, Infinity);
+/** Each stored message's byte bound, once: a session's cached history keeps the same records turn after turn. */
+const byteSizes = new WeakMap<MessageRecord, number>();
+function byteSize(message: MessageRecord): number {
+  let size = byteSizes.get(message);
+  if (size === undefined) {
+    size = contentTokens(message.content, byteBound, Infinity);
+    byteSizes.set(message, size);
+  }
+  return size;
+}
 
 /**
  * Cuts `history` oldest-first so that the estimated prompt (system prompt and messages) plus the reply's
@@ -161,7 +170,7 @@ export async function planWindow(
   counter: () => Promise<CountTokens> = loadTokenCounter,
 ): Promise<WindowPlan> {
   const budget = promptBudget(settings, ratio);
-  const bytes = history.reduce((sum, m) => sum + byteSize(m.content), byteBound(system, Infinity));
+  const bytes = history.reduce((sum, m) => sum + byteSize(m), byteBound(system, Infinity));
   if (bytes + PROMPT_TOKENS <= budget) {
     return { messages: [...history], systemTokens: null, tokens: null, budget };
   }
@@ -189,7 +198,7 @@ export async function fitsAlone(
   counter: () => Promise<CountTokens> = loadTokenCounter,
 ): Promise<{ fits: boolean; tokens: number; budget: number }> {
   const budget = promptBudget(settings, ratio);
-  const bytes = byteBound(system, Infinity) + PROMPT_TOKENS + byteSize(content);
+  const bytes = byteBound(system, Infinity) + PROMPT_TOKENS + contentTokens(content, byteBound, Infinity);
   if (bytes <= budget) return { fits: true, tokens: bytes, budget };
   const count = await counter();
   const tokens = count(system, budget + 1) + PROMPT_TOKENS + contentTokens(content, count, budget + 1);
