@@ -50,6 +50,9 @@ export function createOperationRunner(deps: OperationDeps): OperationRunner {
     inactivity: (context, op) => runInactivity(deps, context, op),
     terminate,
     expire: async (context) => {
+      // A turn that ran while this waited may have moved the lifetime on (a model that wrote for longer than
+      // the session's lifetime: the sweep found it due from the turn's first message).
+      if (Date.now() < context.entry.actor.getSnapshot().context.expiresAt) return null;
       await context.commit(expired());
       return null;
     },
