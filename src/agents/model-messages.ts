@@ -51,8 +51,13 @@ export async function toModelMessages(
 /** The ids of the files the messages refer to, each once, from the last block of the last message back. */
 function newestFirst(messages: readonly MessageRecord[]): string[] {
   const ids = new Set<string>();
-  for (const message of messages.toReversed()) {
-    for (const block of message.content.toReversed()) if (block.type !== 'text') ids.add(block.file_id);
+  // Index loops: the whole history is walked every turn, and reversed copies of it cost more than the walk.
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const content = (messages[i] as MessageRecord).content;
+    for (let j = content.length - 1; j >= 0; j--) {
+      const block = content[j] as MessageRecord['content'][number];
+      if (block.type !== 'text') ids.add(block.file_id);
+    }
   }
   return [...ids];
 }
