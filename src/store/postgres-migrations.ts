@@ -264,4 +264,10 @@ export const postgresMigrations: readonly Migration[] = [
         FOR EACH ROW EXECUTE FUNCTION api_key_epoch_bump();
     `,
   },
+  {
+    version: 9,
+    name: 'drop the unused shard expiry index',
+    // As in SQLite: no query reads it, and every session write paid for it.
+    sql: 'DROP INDEX sessions_shard_expiry;',
+  },
 ];

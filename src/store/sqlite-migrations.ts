@@ -254,4 +254,11 @@ export const sqliteMigrations: readonly Migration[] = [
         BEGIN UPDATE api_key_epoch SET epoch = epoch + 1 WHERE id = 1; END;
     `,
   },
+  {
+    version: 9,
+    name: 'drop the unused shard expiry index',
+    // No query reads it: the sweep searches sessions_status_expiry (migration 2) and filters the shards, and
+    // every session write paid for it (expires_at moves with each message: one more index page per commit).
+    sql: 'DROP INDEX sessions_shard_expiry;',
+  },
 ];
