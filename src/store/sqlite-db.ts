@@ -9,6 +9,11 @@ export interface SqliteDb {
   q(sql: string): StatementSync;
   /** Runs `fn` in a BEGIN IMMEDIATE transaction, or in a savepoint inside one: a throw undoes only `fn`. */
   write<T>(fn: () => T): T;
+  /**
+   * `read`'s answer, read once per transaction (call inside db.write): for a fact the transaction's own
+   * writes do not change, asked by each of the many writes one group commit applies.
+   */
+  oncePerTransaction<T>(key: string, read: () => T): T;
 }
 
 export const get = (db: SqliteDb, s: Statement) => db.q(s.sql).get(...s.values);

@@ -46,10 +46,19 @@ export class SqliteStore extends ComposedStore {
     reject(error: unknown): void;
   }[] = [];
 
-  /** What the resource modules use: the statement cache and #write. */
+  /** Answers read once in the transaction open now (oncePerTransaction); emptied when one begins. */
+  readonly #transactionReads = new Map<string, unknown>();
+
+  /** What the resource modules use: the statement cache, #write and the reads once per transaction. */
   readonly #handle: SqliteDb = {
     q: (sql) => this.#q(sql),
     write: (fn) => this.#write(fn),
+    oncePerTransaction: <T>(key: string, read: () => T): T => {
+      if (this.#transactionReads.has(key)) return this.#transactionReads.get(key) as T;
+      const value = read();
+      this.#transactionReads.set(key, value);
+      return value;
+    },
   };
 
   protected readonly parts = partsOn(this.#handle, { tenants, users, files, sessions, messages, webhooks });
@@ -81,6 +90,7 @@ export class SqliteStore extends ComposedStore {
    */
   #write<T>(fn: () => T): T {
     const nested = this.#db.isTransaction;
+    if (!nested) this.#transactionReads.clear();
     this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
     let result: T;
     try {
