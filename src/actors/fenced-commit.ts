@@ -33,7 +33,7 @@ export async function commitFenced(
   const { id, shard } = entry.session;
   const fence = deps.fence(shard);
   if (!fence) throw shardMoving({ session_id: id });
-  const { event, patch, ...write } = change;
+  const { event, patch, last, ...write } = change;
   const snapshot = persistedSnapshot(entry.actor.getSnapshot(), event);
   const keyed = write.idempotency !== undefined || write.idempotencyResponse !== undefined;
   const events = withSessionEvents(entry, change);
@@ -60,7 +60,9 @@ export async function commitFenced(
   // Kept for the session events' record; the rest of the row is the actor's snapshot.
   if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;
   entry.history.append(result.messages);
-  if (event) entry.actor.send(event);
+  // An event costs a whole machine transition; an operation's closing activity rides on its DONE.
+  if (last && event?.type === 'ACTIVITY' && !event.byUser) entry.doneExpiresAt = event.expiresAt;
+  else if (event) entry.actor.send(event);
   return result;
 }
 

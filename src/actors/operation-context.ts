@@ -28,6 +28,11 @@ export interface OperationOf<P> {
 export type SessionChange = Omit<SessionWrite, 'session_id' | 'fence' | 'patch'> & {
   patch?: Omit<SessionWrite['patch'], 'snapshot'>;
   event?: SessionEvent;
+  /**
+   * The operation's last commit: an ACTIVITY that only moves the lifetime (not by the user) goes to the actor
+   * with the operation's DONE instead of as an event of its own.
+   */
+  last?: boolean;
 };
 
 /** Watches one turn as it happens, for a streamed reply. Called only after what it reports is committed. */

@@ -22,6 +22,8 @@ export interface SessionEntry {
    * count may be stale (idempotency.ts).
    */
   keyedCommits: number;
+  /** The lifetime the running operation's last commit stored, for its DONE to apply (fenced-commit.ts). */
+  doneExpiresAt?: number;
 }
 
 /** Why an actor left memory (the `reason` label of parley_actor_passivations_total). */

@@ -231,7 +231,13 @@ export class SessionHost implements ShardHandler {
     // would be joined to this operation while its call is already gone.
     answer();
     // A closed or expired session's actor is done, and a dropped one stopped: neither runs anything more.
-    if (actor.getSnapshot().status === 'active') actor.send({ type: 'DONE', opId: op.id });
+    const expiresAt = entry?.doneExpiresAt;
+    if (entry) entry.doneExpiresAt = undefined;
+    if (actor.getSnapshot().status === 'active') {
+      actor.send(
+        expiresAt === undefined ? { type: 'DONE', opId: op.id } : { type: 'DONE', opId: op.id, expiresAt },
+      );
+    }
   }
 
   /** Runs the operation `ref` names in its session's context; returns how to answer its callers. */

@@ -173,6 +173,7 @@ export async function runTurn(
       },
     ],
     ...activity(at, ttlMs, false),
+    last: true,
     ...(idempotency ? { idempotencyResponse: keyAnswer(idempotency, agentMessage) } : {}),
     webhookEvents: [turnCompletedEvent(session, turnId, agentMessage, at)],
   });

@@ -67,8 +67,11 @@ export type SessionEvent =
   | { type: 'CLOSED'; closedAt: string; reason: string | null }
   /** Committed: the session expired. */
   | { type: 'EXPIRED' }
-  /** The operation `opId` has finished, whatever its outcome (its callers are answered). */
-  | { type: 'DONE'; opId: string }
+  /**
+   * The operation `opId` has finished, whatever its outcome (its callers are answered). `expiresAt` is its
+   * last commit's activity when that commit left it to DONE (one event per turn fewer; see fenced-commit.ts).
+   */
+  | { type: 'DONE'; opId: string; expiresAt?: number }
   /** Committed: the running turn's model asked for tools (a new step), `calls` of which are to run. */
   | { type: 'TOOLS_CALLED'; calls: number }
   /** Committed: one tool call's result. */
@@ -100,10 +103,12 @@ export const sessionMachine = setup({
       steps: 0,
       pendingCalls: 0,
     })),
-    finish: assign(({ context }) => {
+    finish: assign(({ context, event }) => {
       const inflight = { ...context.inflight };
       if (context.current?.key) delete inflight[context.current.key];
-      return { current: null, inflight, steps: 0, pendingCalls: 0 };
+      const expiresAt =
+        event.type === 'DONE' && event.expiresAt !== undefined ? event.expiresAt : context.expiresAt;
+      return { current: null, inflight, steps: 0, pendingCalls: 0, expiresAt };
     }),
     clearOperations: assign({ queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0 }),
     applyActivity: assign(({ event }) => (event.type === 'ACTIVITY' ? { expiresAt: event.expiresAt } : {})),

@@ -169,6 +169,27 @@ describe('session machine: the turn', () => {
     actor.stop();
   });
 
+  it("moves the session's lifetime with a DONE that carries its operation's last activity, and keeps it without one", () => {
+    const h = harness();
+    const actor = h.start();
+    const before = actor.getSnapshot().context.expiresAt;
+    actor.send(submit(op('a')));
+    actor.send({ type: 'DONE', opId: 'a', expiresAt: before + 60_000 });
+    assert.equal(actor.getSnapshot().context.expiresAt, before + 60_000);
+    assert.ok(actor.getSnapshot().matches({ active: { turn: 'idle', inactivity: 'none' } }));
+    actor.send(submit(op('b')));
+    actor.send({ type: 'DONE', opId: 'b' });
+    assert.equal(actor.getSnapshot().context.expiresAt, before + 60_000);
+    actor.send(submit(op('c')));
+    actor.send({ type: 'DONE', opId: 'elsewhere', expiresAt: before + 120_000 });
+    assert.equal(
+      actor.getSnapshot().context.expiresAt,
+      before + 60_000,
+      'a DONE of another operation moves nothing',
+    );
+    actor.stop();
+  });
+
   it('ignores a DONE that names an operation other than the running one', () => {
     const h = harness();
     const actor = h.start();
