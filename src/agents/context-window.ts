@@ -146,13 +146,20 @@ export interface WindowPlan {
   budget: number;
 }
 
-/** Each stored message's byte bound, once: a session's cached history keeps the same records turn after turn. */
-const byteSizes = new WeakMap<MessageRecord, number>();
+/** Where a record keeps its byte bound (a symbol: invisible to JSON and to the record's type). */
+const BYTE_SIZE = Symbol('byteSize');
+
+/**
+ * Each stored message's byte bound, once: a session's cached history keeps the same records turn after turn,
+ * and every turn sums them. Kept on the record itself, since a WeakMap lookup per message per turn cost more
+ * than the sum.
+ */
 function byteSize(message: MessageRecord): number {
-  let size = byteSizes.get(message);
+  const memo = message as MessageRecord & { [BYTE_SIZE]?: number };
+  let size = memo[BYTE_SIZE];
   if (size === undefined) {
     size = contentTokens(message.content, byteBound, Infinity);
-    byteSizes.set(message, size);
+    memo[BYTE_SIZE] = size;
   }
   return size;
 }
