@@ -111,8 +111,18 @@ describe('resident bytes', () => {
     assert.equal(resident.limit, 775, 'half the free room comes back');
     rss = 5000;
     now += 1000;
-    assert.equal(hold('d', 1), false, 'a process far over its bound keeps nothing');
-    assert.equal(resident.bytes, 0);
+    assert.equal(hold('d', 1), true);
+    assert.equal(resident.limit, 100, 'a process far over its bound keeps a tenth of it, no more');
+    assert.equal(resident.bytes, 1);
+    assert.equal(hold('e', 101), false);
+  });
+
+  test('a process over its aim from its first reading keeps a tenth of the bound', () => {
+    const resident = new ResidentBytes({ maxBytes: 1000, rss: () => 2000 });
+    assert.equal(resident.hold('a', 100, () => {}), true);
+    assert.equal(resident.limit, 100);
+    assert.equal(resident.hold('b', 1, () => {}), true);
+    assert.equal(resident.bytes, 1, 'the least recently used made room');
   });
 
   test('a holding that grows while the process is over its aim gives back only the growth', () => {
