@@ -1,14 +1,27 @@
-// `node bench/profile.ts [--duration=S] [--warmup=S] [--out=FILE] [--keep-profile=FILE]`: where a W1 turn's
-// CPU goes. Parley runs under `--cpu-prof`; W1 (c=32 plain sends over 1,000 scripted-agent sessions) is driven
-// for a warm-up and then the measured window; Parley is stopped gracefully so it writes the profile, whose
-// samples in that window are summed by category of code and by function (bench/cpu-profile.ts).
+// `node bench/profile.ts [--duration=S] [--warmup=S] [--tools-first=S] [--out=FILE] [--keep-profile=FILE]`:
+// where a W1 turn's CPU goes. Parley runs under `--cpu-prof`; W1 (c=32 plain sends over 1,000 scripted-agent
+// sessions) is driven for a warm-up and then the measured window; Parley is stopped gracefully so it writes the
+// profile, whose samples in that window are summed by category of code and by function (bench/cpu-profile.ts).
+// `--tools-first` drives W1t (one HTTP tool call per send, bench/tool-server.ts) that long before the warm-up,
+// to see what a process that has served tool turns spends on plain ones.
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aggregate, type CpuProfile, formatAggregate } from './cpu-profile.ts';
 import { installCleanup, tempDir } from './processes.ts';
 import { cpuBusy } from './report.ts';
 import { runLoad } from './run-load.ts';
-import { cpuSeconds, createSessions, type Server, startParley } from './servers.ts';
+import {
+  cpuSeconds,
+  createSessions,
+  type Server,
+  startParley,
+  startToolServer,
+  TOOL_AGENT_ID,
+  TOOL_NAME,
+  TOOL_SECRET_ENV,
+  toolAgent,
+  toolSecret,
+} from './servers.ts';
 import { errorText, log } from './workload.ts';
 
 const SESSIONS = 1_000;
@@ -19,17 +32,19 @@ const INTERVAL_US = 1_000;
 const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const unknown = args.filter(
-  (a) => !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|out=.+|keep-profile=.+)$/.test(a),
+  (a) =>
+    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|tools-first=\d+(\.\d+)?|out=.+|keep-profile=.+)$/.test(a),
 );
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--out=FILE] [--keep-profile=FILE]\n',
+      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--tools-first=S] [--out=FILE] [--keep-profile=FILE]\n',
   );
   process.exit(2);
 }
 const durationMs = Number(option('duration') ?? 10) * 1000;
 const warmupMs = Number(option('warmup') ?? 2) * 1000;
+const toolsFirstMs = Number(option('tools-first') ?? 0) * 1000;
 const out = option('out');
 const keep = option('keep-profile');
 
@@ -49,13 +64,31 @@ const busyBefore = await cpuBusy();
 log(`CPUs ${busyBefore.toFixed(0)}% busy before the run (other processes skew the figures)`);
 const startedAt = new Date();
 const profileDir = tempDir('cpuprof');
+const tools = toolsFirstMs > 0 ? await startToolServer() : null;
 const parley = await startParley({
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-interval=${INTERVAL_US}`],
+  ...(tools ? { moreAgents: [toolAgent(tools.url)], env: { [TOOL_SECRET_ENV]: toolSecret() } } : {}),
 });
 let stopped = false;
 try {
   log(`creating ${SESSIONS} sessions`);
   const sessions = await createSessions(parley, SESSIONS);
+  if (tools) {
+    const toolSessions = await createSessions(parley, SESSIONS, TOOL_AGENT_ID);
+    log(`W1t first: c=${CONCURRENCY}, ${toolsFirstMs / 1000} s`);
+    const w1t = await runLoad({
+      url: parley.url,
+      apiKey: parley.apiKey,
+      mode: 'plain',
+      sessions: toolSessions,
+      concurrency: CONCURRENCY,
+      kind: 'duration',
+      warmupMs: 0,
+      durationMs: toolsFirstMs,
+      tool: TOOL_NAME,
+    });
+    log(`W1t: ${w1t.sent} sends, ${w1t.rps} req/s, errors ${errorText(w1t)}`);
+  }
   const load = (ms: number) =>
     runLoad({
       url: parley.url,
@@ -86,7 +119,8 @@ try {
   const procMs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1000;
   const perRequest = (ms: number) => (ms / w1.sent).toFixed(4);
   const markdown = [
-    `### CPU profile of W1 (c=${CONCURRENCY} plain sends over ${SESSIONS} sessions of the scripted \`bench\` agent)`,
+    `### CPU profile of W1 (c=${CONCURRENCY} plain sends over ${SESSIONS} sessions of the scripted \`bench\` agent` +
+      `${tools ? `, after ${toolsFirstMs / 1000} s of W1t` : ''})`,
     '',
     `- Date: ${startedAt.toISOString()}; command: \`node bench/profile.ts${args.length ? ` ${args.join(' ')}` : ''}\`; ` +
       `CPUs ${busyBefore.toFixed(0)}% busy before the run`,
@@ -118,4 +152,5 @@ try {
   }
 } finally {
   if (!stopped) await parley.stop();
+  await tools?.stop();
 }
