@@ -119,9 +119,15 @@ describe('resident bytes', () => {
 
   test('a process over its aim from its first reading keeps a tenth of the bound', () => {
     const resident = new ResidentBytes({ maxBytes: 1000, rss: () => 2000 });
-    assert.equal(resident.hold('a', 100, () => {}), true);
+    assert.equal(
+      resident.hold('a', 100, () => {}),
+      true,
+    );
     assert.equal(resident.limit, 100);
-    assert.equal(resident.hold('b', 1, () => {}), true);
+    assert.equal(
+      resident.hold('b', 1, () => {}),
+      true,
+    );
     assert.equal(resident.bytes, 1, 'the least recently used made room');
   });
 
