@@ -266,8 +266,11 @@ export const postgresMigrations: readonly Migration[] = [
   },
   {
     version: 9,
-    name: 'drop the unused shard expiry index',
-    // As in SQLite: no query reads it, and every session write paid for it.
-    sql: 'DROP INDEX sessions_shard_expiry;',
+    name: 'drop the shard expiry index',
+    // Every session write paid for it (expires_at moves with each message). PostgreSQL's planner may pick it
+    // for the sweep's shard list; without it the sweep reads due sessions in expiry order from
+    // sessions_status_expiry and filters their shards, which measured faster (1.3 ms against 6 ms over 500,000
+    // sessions, 500 due) and stops at its limit as before. The drop locks the table for a moment.
+    sql: 'DROP INDEX IF EXISTS sessions_shard_expiry;',
   },
 ];

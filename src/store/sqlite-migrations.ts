@@ -256,9 +256,9 @@ export const sqliteMigrations: readonly Migration[] = [
   },
   {
     version: 9,
-    name: 'drop the unused shard expiry index',
+    name: 'drop the shard expiry index',
     // No query reads it: the sweep searches sessions_status_expiry (migration 2) and filters the shards, and
     // every session write paid for it (expires_at moves with each message: one more index page per commit).
-    sql: 'DROP INDEX sessions_shard_expiry;',
+    sql: 'DROP INDEX IF EXISTS sessions_shard_expiry;',
   },
 ];
