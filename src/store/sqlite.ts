@@ -54,6 +54,7 @@ export class SqliteStore extends ComposedStore {
     q: (sql) => this.#q(sql),
     write: (fn) => this.#write(fn),
     oncePerTransaction: <T>(key: string, read: () => T): T => {
+      if (!this.#db.isTransaction) throw new Error(`oncePerTransaction('${key}') outside a transaction`);
       if (this.#transactionReads.has(key)) return this.#transactionReads.get(key) as T;
       const value = read();
       this.#transactionReads.set(key, value);
@@ -90,7 +91,6 @@ export class SqliteStore extends ComposedStore {
    */
   #write<T>(fn: () => T): T {
     const nested = this.#db.isTransaction;
-    if (!nested) this.#transactionReads.clear();
     this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
     let result: T;
     try {
@@ -98,9 +98,11 @@ export class SqliteStore extends ComposedStore {
     } catch (err) {
       // SQLite may have rolled the transaction back itself (a full disk, an interrupted statement).
       if (this.#db.isTransaction) this.#db.exec(nested ? 'ROLLBACK TO write; RELEASE write' : 'ROLLBACK');
+      if (!nested) this.#transactionReads.clear();
       throw err;
     }
     this.#db.exec(nested ? 'RELEASE write' : 'COMMIT');
+    if (!nested) this.#transactionReads.clear();
     return result;
   }
 
