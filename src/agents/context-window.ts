@@ -159,7 +159,8 @@ function byteSize(message: MessageRecord): number {
   let size = memo[BYTE_SIZE];
   if (size === undefined) {
     size = contentTokens(message.content, byteBound, Infinity);
-    memo[BYTE_SIZE] = size;
+    // Not enumerable: a copy of the record (spread, assign) must not carry a size that may not be its own.
+    Object.defineProperty(memo, BYTE_SIZE, { value: size });
   }
   return size;
 }
