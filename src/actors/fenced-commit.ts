@@ -60,7 +60,9 @@ export async function commitFenced(
   // Kept for the session events' record; the rest of the row is the actor's snapshot.
   if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;
   entry.history.append(result.messages);
-  // An event costs a whole machine transition; an operation's closing activity rides on its DONE.
+  // An event costs a whole machine transition; an operation's closing activity rides on its DONE, a few
+  // microtasks later. In between the actor still has the lifetime of the turn's first commit: an expiry
+  // submitted then waits behind the turn and checks the lifetime again when it runs (operations.ts).
   if (last && event?.type === 'ACTIVITY' && !event.byUser) entry.doneExpiresAt = event.expiresAt;
   else if (event) entry.actor.send(event);
   return result;

@@ -235,6 +235,18 @@ describe('expiry', () => {
     );
   });
 
+  it("has the live actor's lifetime equal the stored one after a turn, whose reply's activity arrives with its DONE", async () => {
+    const s = await createSession(t);
+    await turn(t, s.id, 'how long do I live?');
+    const entry = await t.app.sessionHost.entry(s.id);
+    const loaded = await t.store.loadSession(s.id);
+    assert.ok(entry && loaded?.session.expires_at && loaded.snapshot);
+    const live = entry.actor.getSnapshot().context.expiresAt;
+    assert.equal(live, Date.parse(loaded.session.expires_at));
+    assert.equal(JSON.parse(loaded.snapshot).context.expiresAt, live);
+    assert.ok(live > Date.now(), 'the lifetime runs from the reply');
+  });
+
   it("extends a session's life with every activity", async () => {
     const s = await createSession(t, 'short');
     await sleep(600);
