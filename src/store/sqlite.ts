@@ -91,6 +91,8 @@ export class SqliteStore extends ComposedStore {
    */
   #write<T>(fn: () => T): T {
     const nested = this.#db.isTransaction;
+    // Emptied as a transaction begins, so whatever ended the last one (a COMMIT that threw included).
+    if (!nested) this.#transactionReads.clear();
     this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
     let result: T;
     try {
@@ -98,11 +100,9 @@ export class SqliteStore extends ComposedStore {
     } catch (err) {
       // SQLite may have rolled the transaction back itself (a full disk, an interrupted statement).
       if (this.#db.isTransaction) this.#db.exec(nested ? 'ROLLBACK TO write; RELEASE write' : 'ROLLBACK');
-      if (!nested) this.#transactionReads.clear();
       throw err;
     }
     this.#db.exec(nested ? 'RELEASE write' : 'COMMIT');
-    if (!nested) this.#transactionReads.clear();
     return result;
   }
 
