@@ -319,6 +319,7 @@ async function modelCaller(
         },
         {
           totalMs: Math.max(1, deadline - Date.now()),
+          totalLimitMs: agent.timeouts.total_ms,
           stallMs: agent.timeouts.stall_ms,
           signal: context.signal,
         },

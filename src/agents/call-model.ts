@@ -7,6 +7,8 @@ import { type ModelReply, type ModelRequest, type Provider, ProviderError } from
 
 export interface CallLimits {
   totalMs: number;
+  /** The total limit as configured, for the error, when `totalMs` is what is left of it (default: totalMs). */
+  totalLimitMs?: number;
   stallMs: number;
   /** Aborts the call from outside (shutdown); a client going away does not. */
   signal?: AbortSignal;
@@ -48,7 +50,7 @@ export async function callModel(
     });
   } catch (err) {
     if (timedOut) {
-      const limit = timedOut === 'total' ? limits.totalMs : limits.stallMs;
+      const limit = timedOut === 'total' ? (limits.totalLimitMs ?? limits.totalMs) : limits.stallMs;
       throw new AppError(
         'agent_timeout',
         timedOut === 'total'
