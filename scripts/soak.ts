@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Dispatcher, FormData, Pool } from 'undici';
+import { MAX_BLOCKS, MAX_TEXT } from '#schemas';
 import { installCleanup, sleep, tempDir } from '../bench/processes.ts';
 import {
   AGENT_ID,
@@ -16,7 +17,6 @@ import {
   startParley,
 } from '../bench/servers.ts';
 import { summarize } from '../bench/stats.ts';
-import { MAX_BLOCKS, MAX_TEXT } from '../src/http/message-schemas.ts';
 import { stopChild } from '../support/processes.ts';
 
 const usage = `usage: npm run soak -- [--minutes=N] [--resident-mib=M] [--workers=W] [--slow=S]

@@ -7,17 +7,16 @@ import type { FinishReason, UIMessageChunk } from 'ai';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authErrors, chatRequest, idempotencyHeaders, turnErrors, uiMessageStreamResponse } from '#schemas';
 import type { TurnObserver } from '../actors/operation-context.ts';
 import type { SendResult } from '../actors/session-service.ts';
 import type { AppError } from '../errors.ts';
 import type { StopReason } from '../store/store.ts';
-import { chatRequest, chatSend, uiMessageStreamResponse } from './chat-schemas.ts';
 import type { SendFamily, SendOptions } from './message-routes.ts';
-import { idempotencyHeaders, turnErrors } from './message-schemas.ts';
 import { countOpenStream } from './metrics.ts';
-import { authErrors } from './schemas.ts';
 import { asAppError, streamedError } from './turn-events.ts';
 import type { LiveTurns } from './turn-log.ts';
+import { chatSend } from './turns/chat-send.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
 

@@ -3,20 +3,21 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import {
+  authErrors,
+  conversationParams,
+  conversationStart,
+  errorEnvelope,
+  sessionCreate,
+  sessionTokenSchema,
+} from '#schemas';
 import type { SessionService } from '../actors/session-service.ts';
 import type { SessionTokens } from '../auth/session-tokens.ts';
 import { AppError, asConversationError } from '../errors.ts';
 import type { SessionRecord } from '../store/store.ts';
+import { toConversation } from '../store/views.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import {
-  conversationParams,
-  conversationStart,
-  sessionTokenSchema,
-  toConversation,
-} from './conversation-schemas.ts';
 import { createsSession, onConversation } from './route-config.ts';
-import { authErrors, errorEnvelope } from './schemas.ts';
-import { sessionCreate } from './session-schemas.ts';
 import { keySession } from './session-target.ts';
 
 export const conversationsRoutes: FastifyPluginAsyncZod<{

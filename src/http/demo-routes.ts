@@ -8,16 +8,15 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { errorEnvelope, sessionTokenSchema } from '#schemas';
 import type { SessionService } from '../actors/session-service.ts';
 import { generateApiKey, hashApiKey } from '../auth/api-keys.ts';
 import type { SessionTokens } from '../auth/session-tokens.ts';
 import { asConversationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
-import { sessionTokenSchema } from './conversation-schemas.ts';
 import { registerRateLimit } from './rate-limit.ts';
 import { createsSession } from './route-config.ts';
-import { errorEnvelope } from './schemas.ts';
 
 export const DEMO_TENANT = 'demo';
 export const DEMO_AGENT = 'demo';

@@ -3,13 +3,20 @@ import type { MultipartValue } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import {
+  authErrors,
+  errorEnvelope,
+  fileListQuery,
+  fileParams,
+  fileSchema,
+  metadataSchema,
+  pageOf,
+} from '#schemas';
 import { authorizeFile } from '../actors/session-service.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { FileQuota, JsonObject, Store, StoredFile } from '../store/store.ts';
 import { tenantOf } from './api-key-auth.ts';
-import { fileParams, fileSchema } from './file-schemas.ts';
-import { authErrors, dateTimeQuery, errorEnvelope, metadataSchema, pageOf, pageQuery } from './schemas.ts';
 import { keyAuthorize } from './session-target.ts';
 import { checkUpload, fieldPart, filePart, registerUploads, requireMultipart } from './uploads.ts';
 import { toValidationIssues } from './validation.ts';
@@ -17,20 +24,6 @@ import { toValidationIssues } from './validation.ts';
 const uploadBody = z.strictObject({
   file: filePart,
   metadata: fieldPart.optional().meta({ description: 'A JSON object, stored as the file metadata' }),
-});
-
-/** GET /v1/agents/files's query (the client's FileListQuery). */
-export const fileListQuery = z.object({
-  name: z.string().max(200).optional().meta({ description: 'Case-insensitive prefix of the name' }),
-  mime_type: z.string().max(255).optional(),
-  created_after: dateTimeQuery.optional().meta({ description: 'Exclusive lower bound' }),
-  created_before: dateTimeQuery.optional().meta({ description: 'Exclusive upper bound' }),
-  session_id: z
-    .string()
-    .max(200)
-    .optional()
-    .meta({ description: 'Only the files uploaded in this conversation' }),
-  ...pageQuery,
 });
 
 /** The optional `metadata` part: a JSON object (as text, or parsed when declared JSON), checked like any metadata. */

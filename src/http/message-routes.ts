@@ -6,21 +6,21 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { TurnObserver } from '../actors/operation-context.ts';
-import { type MessageView, type PublicMessage, publicMessage } from '../actors/public-message.ts';
-import type { SessionService } from '../actors/session-service.ts';
-import { AppError, sessionNotFound } from '../errors.ts';
-import type { PageRequest, Store } from '../store/store.ts';
 import {
   agentReply,
+  authErrors,
   conversationReply,
   idempotencyHeaders,
   type MessageRequest,
   messageRequest,
   sseResponse,
   turnErrors,
-} from './message-schemas.ts';
-import { authErrors } from './schemas.ts';
+} from '#schemas';
+import type { TurnObserver } from '../actors/operation-context.ts';
+import { type MessageView, type PublicMessage, publicMessage } from '../actors/public-message.ts';
+import type { SessionService } from '../actors/session-service.ts';
+import { AppError, sessionNotFound } from '../errors.ts';
+import type { PageRequest, Store } from '../store/store.ts';
 import type { SessionTarget } from './session-target.ts';
 import type { LiveTurns } from './turn-log.ts';
 import { streamTurn } from './turn-stream.ts';

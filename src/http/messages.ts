@@ -2,16 +2,14 @@
 // with the public family in message-routes.ts; or as an AI SDK chat, chat-routes.ts), list them, read one.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authErrors, messageSchema, pageOf, pageQuery, sessionParams } from '#schemas';
 import { publicMessage } from '../actors/public-message.ts';
 import type { SessionService } from '../actors/session-service.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
 import { registerChatRoute } from './chat-routes.ts';
 import { messagePage, registerSendRoutes, type SendFamily } from './message-routes.ts';
-import { messageSchema } from './message-schemas.ts';
 import { onSession } from './route-config.ts';
-import { authErrors, pageOf, pageQuery } from './schemas.ts';
-import { sessionParams } from './session-schemas.ts';
 import { keySession } from './session-target.ts';
 import type { LiveTurns } from './turn-log.ts';
 import { registerResumeRoute } from './turn-resume.ts';

@@ -6,12 +6,10 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { contentBlockDocumented } from '#schemas';
 import { errorCatalogue } from '../errors.ts';
 import { VERSION } from '../version.ts';
-import { contentBlockDocumented, messageExample } from './message-schemas.ts';
 import { describeStatus, genericErrors, type OperationDoc, operationDocs } from './openapi-operations.ts';
-import { sessionExample } from './session-schemas.ts';
-import { userExample } from './user-schemas.ts';
 
 type Json = Record<string, unknown>;
 type Document = Parameters<typeof jsonSchemaTransformObject>[0];
@@ -181,18 +179,6 @@ function documentTurnEvents(schemas: Record<string, unknown>): void {
   Object.assign(union, { discriminator: { propertyName: 'event', mapping } });
 }
 
-/** Examples of the components whose zod schemas live in a route module (run.ts) rather than a *-schemas.ts. */
-const componentExamples: Record<string, unknown[]> = {
-  RunRequest: [
-    {
-      messages: [{ content: 'What are your opening hours?' }],
-      user: { reference: userExample.reference },
-      context: { plan: 'pro' },
-    },
-  ],
-  RunResult: [{ agent_message: messageExample, session_id: sessionExample.id }],
-};
-
 /**
  * An example of `schema` made of the examples of its parts: a component's or a property's own, a constant,
  * an enum's first value, null where null is allowed, one item of an array, the required properties of an
@@ -264,9 +250,6 @@ export function completeDocument(doc: Json): Json {
   const named = components.schemas as Record<string, unknown>;
   documentContentBlocks(named);
   documentTurnEvents(named);
-  for (const [name, examples] of Object.entries(componentExamples)) {
-    if (named[name]) Object.assign(named[name], { examples });
-  }
   exampleAnswers(doc, named);
   return doc;
 }

@@ -1,10 +1,10 @@
 // Unauthenticated operations endpoints: liveness, readiness (store and coordination answer) and metrics.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { errorEnvelope } from '#schemas';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { serviceUnavailable } from '../errors.ts';
 import type { Store } from '../store/store.ts';
-import { errorEnvelope } from './schemas.ts';
 
 export interface OperationsOptions {
   store: Store;

@@ -4,26 +4,30 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { conversationMessage, type PublicMessage } from '../actors/public-message.ts';
-import type { SessionService } from '../actors/session-service.ts';
-import { newId } from '../ids.ts';
-import type { Store } from '../store/store.ts';
-import { feedbackEvent } from '../webhooks/webhook-events.ts';
-import { registerChatRoute } from './chat-routes.ts';
 import {
+  authErrors,
+  conversationMessageSchema,
   conversationParams,
   conversationSchema,
+  errorEnvelope,
   feedbackRequest,
   feedbackSchema,
   inactivityRequest,
   inactivityResult,
-  toConversation,
-} from './conversation-schemas.ts';
+  pageOf,
+  pageQuery,
+  terminateRequest,
+  terminateResult,
+} from '#schemas';
+import { conversationMessage, type PublicMessage } from '../actors/public-message.ts';
+import type { SessionService } from '../actors/session-service.ts';
+import { newId } from '../ids.ts';
+import type { Store } from '../store/store.ts';
+import { toConversation } from '../store/views.ts';
+import { feedbackEvent } from '../webhooks/webhook-events.ts';
+import { registerChatRoute } from './chat-routes.ts';
 import { messagePage, registerSendRoutes, type SendFamily } from './message-routes.ts';
-import { conversationMessageSchema } from './message-schemas.ts';
 import { onConversation } from './route-config.ts';
-import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
-import { terminateRequest, terminateResult } from './session-schemas.ts';
 import { tokenSession } from './session-target.ts';
 import { tokenOf } from './session-token-auth.ts';
 import type { LiveTurns } from './turn-log.ts';

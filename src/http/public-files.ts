@@ -2,14 +2,13 @@
 // the conversation) and list the conversation's files. The front-end never sees file metadata.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authErrors, conversationFile, conversationParams, errorEnvelope, pageOf, pageQuery } from '#schemas';
 import type { SessionService } from '../actors/session-service.ts';
 import type { Config } from '../config.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
-import { conversationParams } from './conversation-schemas.ts';
-import { conversationFile, toConversationFile } from './file-schemas.ts';
+import { toConversationFile } from '../store/views.ts';
 import { onConversation } from './route-config.ts';
-import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import { tokenSession } from './session-target.ts';
 import { checkUpload, filePart, registerUploads, requireMultipart } from './uploads.ts';
 

@@ -2,27 +2,11 @@
 // is persisted and stays active (SPEC.md: `persist: false` is accepted and, in v1, still persists).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authErrors, runRequest, runResult, turnErrors } from '#schemas';
 import type { SessionService } from '../actors/session-service.ts';
 import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import { messageRequest, messageSchema, turnErrors } from './message-schemas.ts';
 import { createsSession } from './route-config.ts';
-import { authErrors, metadataSchema } from './schemas.ts';
-import { contextSchema, userLookup } from './session-schemas.ts';
 import { keyAuthorize } from './session-target.ts';
-
-export const runRequest = z
-  .strictObject({
-    messages: z.array(messageRequest).min(1).max(10),
-    user: userLookup.nullable().optional(),
-    context: contextSchema.nullable().optional(),
-    metadata: metadataSchema.nullable().optional(),
-    persist: z.boolean().default(true),
-  })
-  .meta({ id: 'RunRequest' });
-
-export const runResult = z
-  .object({ agent_message: messageSchema, session_id: z.string() })
-  .meta({ id: 'RunResult' });
 
 export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = async (app, { sessions }) => {
   app.post(

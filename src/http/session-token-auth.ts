@@ -1,10 +1,10 @@
 // Session-token authentication for the public family: `Authorization: Bearer <token>` → the one
 // conversation the token grants. API keys are not accepted here, and a token only opens its own conversation.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { conversationParams } from '#schemas';
 import type { SessionTokenClaims, SessionTokens } from '../auth/session-tokens.ts';
 import { AppError } from '../errors.ts';
 import type { Store } from '../store/store.ts';
-import { conversationParams } from './conversation-schemas.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

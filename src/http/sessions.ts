@@ -2,29 +2,23 @@
 // some agents sees only their sessions; a session of another tenant does not exist for it (404).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { SessionService } from '../actors/session-service.ts';
-import type { Store } from '../store/store.ts';
-import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
-import { createsSession, onSession } from './route-config.ts';
-import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
 import {
+  authErrors,
+  errorEnvelope,
+  pageOf,
   sessionCreate,
+  sessionListQuery,
   sessionParams,
   sessionSchema,
-  sessionStatus,
   terminateRequest,
   terminateResult,
-  toSession,
-} from './session-schemas.ts';
+} from '#schemas';
+import type { SessionService } from '../actors/session-service.ts';
+import type { Store } from '../store/store.ts';
+import { toSession } from '../store/views.ts';
+import { assertAgentAllowed, tenantOf } from './api-key-auth.ts';
+import { createsSession, onSession } from './route-config.ts';
 import { keySession } from './session-target.ts';
-
-/** GET /v1/agents/sessions's query (the client's SessionListQuery). */
-export const sessionListQuery = z.object({
-  status: sessionStatus.optional(),
-  agent_id: z.string().max(64).optional(),
-  user_id: z.string().max(200).optional(),
-  ...pageQuery,
-});
 
 export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: SessionService }> = async (
   app,

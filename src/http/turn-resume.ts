@@ -5,10 +5,9 @@
 // without its reply, and its stream ends in turn_interrupted.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { authErrors, sseResponse } from '#schemas';
 import { AppError, ValidationError } from '../errors.ts';
 import type { SendFamily, SendOptions } from './message-routes.ts';
-import { sseResponse } from './message-schemas.ts';
-import { authErrors } from './schemas.ts';
 import { storedTurn } from './turn-replay.ts';
 import { answerWithLog } from './turn-stream.ts';
 

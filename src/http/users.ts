@@ -2,13 +2,20 @@
 // `reference` is the integrator's own label, unique among the tenant's live users.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import {
+  authErrors,
+  errorEnvelope,
+  pageOf,
+  userFields,
+  userListQuery,
+  userParams,
+  userSchema,
+} from '#schemas';
 import { AppError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Store, UserFields } from '../store/store.ts';
 import { userDeletedEvent } from '../webhooks/webhook-events.ts';
 import { tenantOf } from './api-key-auth.ts';
-import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
-import { userFields, userParams, userSchema } from './user-schemas.ts';
 
 /** Request fields → store fields; an explicit null metadata/info resets it to `{}`. */
 function toStoreFields(body: z.infer<typeof userFields>): UserFields {
@@ -19,13 +26,6 @@ function toStoreFields(body: z.infer<typeof userFields>): UserFields {
     ...(info !== undefined ? { info: info ?? {} } : {}),
   };
 }
-
-/** GET /v1/agents/users's query (the client's UserListQuery). */
-export const userListQuery = z.object({
-  reference: z.string().max(128).optional(),
-  email: z.string().max(254).optional(),
-  ...pageQuery,
-});
 
 const notFound = (id: string) => new AppError('user_not_found', undefined, { context: { user_id: id } });
 

@@ -2,6 +2,7 @@
 // with `loc` starting at body, query, path or header, and snake_case `type`s a client can branch on.
 import type { FastifySchemaCompiler } from 'fastify';
 import type { ZodType, z } from 'zod';
+import { MAX_NUL_PATHS, NUL_MESSAGE, NUL_TYPE, nulPaths } from '#schemas';
 import { ValidationError, type ValidationIssue } from '../errors.ts';
 
 const locRoot: Record<string, string> = {
@@ -112,47 +113,6 @@ export function toValidationIssues(
 }
 
 /** Where a string holding U+0000 sits in a value: a key's own location when the key holds it. */
-type NulPath = (string | number)[];
-/** A node's way back to the root, so that a path is only built for what is found (deep input stays linear). */
-type Trail = { key: string | number; up: Trail | null } | null;
-
-const pathOf = (trail: Trail): NulPath => {
-  const path: NulPath = [];
-  for (let t = trail; t !== null; t = t.up) path.unshift(t.key);
-  return path;
-};
-
-/** The refusal of text with U+0000 (PostgreSQL cannot store it), one issue per location. */
-export const NUL_TYPE = 'string_nul';
-export const NUL_MESSAGE = 'Input should not contain the NUL character (U+0000)';
-
-/** A hostile body cannot make the 422 much larger than itself. */
-const MAX_NUL_PATHS = 20;
-
-/**
- * The locations of strings (values and keys) holding U+0000 in parsed JSON or in a query, path or
- * header record (never a multipart body: its parts hold streams), walked iteratively so that depth
- * cannot overflow the stack.
- */
-export function nulPaths(value: unknown): NulPath[] {
-  const found: NulPath[] = [];
-  const stack: [unknown, Trail][] = [[value, null]];
-  for (let top = stack.pop(); top !== undefined && found.length < MAX_NUL_PATHS; top = stack.pop()) {
-    const [node, trail] = top;
-    if (typeof node === 'string') {
-      if (node.includes('\0')) found.push(pathOf(trail));
-    } else if (Array.isArray(node)) {
-      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { key: i, up: trail }]);
-    } else if (node !== null && typeof node === 'object') {
-      for (const [key, child] of Object.entries(node).reverse()) {
-        if (key.includes('\0')) found.push(pathOf({ key, up: trail }));
-        else stack.push([child, { key, up: trail }]);
-      }
-    }
-  }
-  return found;
-}
-
 /** 422 detail entries for the strings holding U+0000 in one part of the request. */
 export function nulIssues(data: unknown, httpPart: string): ValidationIssue[] {
   const root = locRoot[httpPart] ?? httpPart;

@@ -5,20 +5,25 @@ import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import {
+  authErrors,
+  createdWebhookSchema,
+  errorEnvelope,
+  pageOf,
+  pageQuery,
+  webhookCreate,
+  webhookDeliverySchema,
+  webhookParams,
+  webhookSchema,
+} from '#schemas';
 import { AppError, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Store } from '../store/store.ts';
 import { checkWebhookUrl } from '../webhooks/address-guard.ts';
 import { tenantOf } from './api-key-auth.ts';
-import { authErrors, errorEnvelope, pageOf, pageQuery } from './schemas.ts';
-import {
-  createdWebhookSchema,
-  MAX_WEBHOOKS_PER_TENANT,
-  webhookCreate,
-  webhookDeliverySchema,
-  webhookParams,
-  webhookSchema,
-} from './webhook-schemas.ts';
+
+/** A tenant's endpoints at most: each event is queued once per subscribed endpoint, in the change's write. */
+export const MAX_WEBHOOKS_PER_TENANT = 20;
 
 export interface WebhookRoutesOptions {
   store: Store;

@@ -6,7 +6,7 @@
 // after their commit; the snapshot each commit stores is computed here.
 import { type ActorRefFrom, assign, createActor, type SnapshotFrom, setup } from 'xstate';
 // A session's lifecycle status: the machine's states, and the session row's `status` column.
-import type { SessionStatus } from './session-status.ts';
+import type { SessionStatus } from '#schemas';
 
 export type { SessionStatus };
 

@@ -3,30 +3,30 @@
 // as text, so node:sqlite and pg hand back the same values; the one difference, PostgreSQL's BIGINT
 // arriving as a string, is handled where it occurs (toFile).
 
-import { SESSION_STATUSES } from '../machines/session-status.ts';
-import type {
-  ApiKeyRecord,
-  ContentBlock,
-  Feedback,
-  IdempotencyRecord,
-  JsonObject,
-  MessageRecord,
-  MessageUsage,
-  NewApiKey,
-  NewFile,
-  NewSession,
-  NewToolCall,
-  SessionRecord,
-  SessionWrite,
-  StopReason,
-  StoredFile,
-  Tenant,
-  ToolCallRecord,
-  ToolCallSummary,
-  User,
-  UserFields,
+import { SESSION_STATUSES } from '#schemas';
+import {
+  type ApiKeyRecord,
+  type ContentBlock,
+  type Feedback,
+  type IdempotencyRecord,
+  type JsonObject,
+  type MessageRecord,
+  type MessageUsage,
+  type NewApiKey,
+  type NewFile,
+  type NewSession,
+  type NewToolCall,
+  type SessionRecord,
+  type SessionWrite,
+  STOP_REASONS,
+  type StopReason,
+  type StoredFile,
+  type Tenant,
+  type ToolCallRecord,
+  type ToolCallSummary,
+  type User,
+  type UserFields,
 } from './store.ts';
-import { STOP_REASONS } from './store.ts';
 
 /** A row as either driver returns it. */
 export type Row = Record<string, unknown>;

@@ -1,6 +1,16 @@
 // The one Store interface. SQLite (one machine) and PostgreSQL (several) implement it and pass one
 // contract suite (test/store/contract/). Records are shaped like the API's resources (snake_case).
-import type { SessionStatus } from '../machines/session.ts';
+import type { SessionStatus, StopReason, WebhookEventType } from '#schemas';
+
+// The wire's enumerations, which records share.
+export {
+  SESSION_STATUSES,
+  type SessionStatus,
+  STOP_REASONS,
+  type StopReason,
+  WEBHOOK_EVENT_TYPES,
+  type WebhookEventType,
+} from '#schemas';
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -107,8 +117,6 @@ export interface FileFilter {
   agent_ids?: readonly string[];
 }
 
-export type { SessionStatus };
-
 /** A content block as stored: the normalised form of the request's blocks. */
 export type ContentBlock = { type: 'text'; text: string } | { type: 'image' | 'file'; file_id: string };
 
@@ -149,10 +157,6 @@ export interface SessionFilter {
   /** Only sessions of these agents (the API key's scope); undefined for every agent. */
   agent_ids?: readonly string[];
 }
-
-/** Why a model's reply ended (DESIGN §13); `max_steps` and `error` are for tool steps to come. */
-export const STOP_REASONS = ['end', 'max_tokens', 'max_steps', 'content_filter', 'error'] as const;
-export type StopReason = (typeof STOP_REASONS)[number];
 
 /** What one model call cost, as its provider reported it. */
 export interface MessageUsage {
@@ -276,17 +280,6 @@ export interface IdempotencyRecord {
   created_at: string;
   expires_at: string;
 }
-
-/** The events a webhook endpoint can subscribe to (DESIGN §15). */
-export const WEBHOOK_EVENT_TYPES = [
-  'session.closed',
-  'session.expired',
-  'turn.completed',
-  'turn.failed',
-  'feedback.submitted',
-  'user.deleted',
-] as const;
-export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 
 /** A tenant's webhook endpoint; its signing secret is read only by the deliverer. */
 export interface Webhook {

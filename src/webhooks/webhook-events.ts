@@ -1,7 +1,6 @@
 // The events Parley reports to webhooks (DESIGN §15), each built where the change it reports is committed and
 // queued in that change's transaction. The payload is written once, when queued, as every attempt sends it.
 import { shardOf } from '../cluster/shard.ts';
-import { toSession } from '../http/session-schemas.ts';
 import { newId } from '../ids.ts';
 import type {
   Feedback,
@@ -10,6 +9,7 @@ import type {
   WebhookEvent,
   WebhookEventType,
 } from '../store/store.ts';
+import { toSession } from '../store/views.ts';
 
 /** What the session events say about the session; the rest of the turn and feedback events name it. */
 type SessionFacts = Pick<SessionRecord, 'id' | 'tenant_id' | 'agent_id' | 'user' | 'shard'>;

@@ -1,4 +1,4 @@
-// The zod schemas of a turn's events (src/http/stream-events.ts), which type the client and describe the stream in
+// The zod schemas of a turn's events (@parley/schemas, turn-events.ts), which type the client and describe the stream in
 // the OpenAPI document, against what the service really sends: every event of completed, failed and tool-calling
 // turns of both families, read through the client, parses under the family's schema.
 import assert from 'node:assert/strict';
@@ -7,8 +7,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { type AnyTurnEvent, ParleyConversation } from '@parley/client';
-import { conversationMessageSchema, messageSchema, usageSchema } from '../../src/http/message-schemas.ts';
-import { turnEventSchema } from '../../src/http/stream-events.ts';
+import { conversationMessageSchema, messageSchema, turnEventSchema, usageSchema } from '#schemas';
 import { useApp } from '../helpers/app.ts';
 import { buildSessionApp, testAgents } from '../helpers/sessions.ts';
 import { baseUrl, collect, keyClient, listen } from './helpers.ts';

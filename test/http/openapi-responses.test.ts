@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
-import { contentBlockDocumented, contentBlockInput } from '../../src/http/message-schemas.ts';
+import { contentBlockDocumented, contentBlockInput } from '#schemas';
 import { fixture, useFuzzApp } from '../helpers/fuzz/fixture.ts';
 import { anyPublicRequest } from '../helpers/fuzz/public-routes.ts';
 import { anyRequest } from '../helpers/fuzz/routes.ts';

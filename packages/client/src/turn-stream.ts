@@ -215,6 +215,6 @@ function parseEvent<E extends AnyTurnEvent>(message: EventSourceMessage): E | nu
       cause,
     });
   }
-  // The server's schema (src/http/stream-events.ts) types the data of each event name.
+  // The wire schema (@parley/schemas, turn-events.ts) types the data of each event name.
   return { event: message.event, id: message.id ?? '', data } as E;
 }

@@ -1,48 +1,47 @@
-// The client's request and answer types, derived from the server's own zod schemas (type-only imports: nothing
-// of the server is bundled): z.input for what a request sends, z.output for what an answer holds. A schema
-// change in src/http/*-schemas.ts changes these types, and the typecheck then names every use that breaks.
-import type { z } from 'zod';
-import type { chatRequest } from '../../../src/http/chat-schemas.ts';
+// The client's request and answer types, derived from the wire schemas the server validates with
+// (@parley/schemas; type-only imports, so nothing of them is bundled): z.input for what a request sends,
+// z.output for what an answer holds. A schema change changes these types, and the typecheck then names every
+// use that breaks.
 import type {
-  conversationSchema,
-  conversationStart,
-  feedbackRequest,
-  feedbackSchema,
-  inactivityRequest,
-  inactivityResult,
-  sessionTokenSchema,
-} from '../../../src/http/conversation-schemas.ts';
-import type { conversationFile, fileSchema } from '../../../src/http/file-schemas.ts';
-import type { fileListQuery } from '../../../src/http/files.ts';
-import type {
+  ConversationTurnEvent,
+  chatRequest,
+  conversationFile,
   conversationMessageSchema,
   conversationReply,
+  conversationSchema,
+  conversationStart,
+  createdWebhookSchema,
+  errorEnvelope,
+  feedbackRequest,
+  feedbackSchema,
+  fileListQuery,
+  fileSchema,
+  inactivityRequest,
+  inactivityResult,
+  SessionTurnEvent as KeyTurnEvent,
   agentReply as keyReply,
   messageRequest,
   messageSchema,
-} from '../../../src/http/message-schemas.ts';
-import type { runRequest, runResult } from '../../../src/http/run.ts';
-import type { errorEnvelope, pageOf, pageQuery, validationErrorBody } from '../../../src/http/schemas.ts';
-import type {
+  pageOf,
+  pageQuery,
+  runRequest,
+  runResult,
   sessionCreate,
+  sessionListQuery,
   sessionSchema,
   sessionStatus,
+  sessionTokenSchema,
   terminateRequest,
   terminateResult,
-} from '../../../src/http/session-schemas.ts';
-import type { sessionListQuery } from '../../../src/http/sessions.ts';
-import type {
-  ConversationTurnEvent,
-  SessionTurnEvent as KeyTurnEvent,
-} from '../../../src/http/stream-events.ts';
-import type { userFields, userSchema } from '../../../src/http/user-schemas.ts';
-import type { userListQuery } from '../../../src/http/users.ts';
-import type {
-  createdWebhookSchema,
+  userFields,
+  userListQuery,
+  userSchema,
+  validationErrorBody,
   webhookCreate,
   webhookDeliverySchema,
   webhookSchema,
-} from '../../../src/http/webhook-schemas.ts';
+} from '@parley/schemas';
+import type { z } from 'zod';
 
 type PageOf<S extends z.ZodType> = z.output<ReturnType<typeof pageOf<S>>>;
 /**

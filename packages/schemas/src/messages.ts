@@ -1,11 +1,10 @@
 // Schemas of messages and of sending one, shared by both families: the creation request with its content
-// blocks, the Message resource, the Idempotency-Key header, and the answers a send gives (the reply as JSON,
-// the event stream, the errors a turn may end in).
+// blocks, the Message resource, the Idempotency-Key header, and the reply a plain send answers. (The event
+// stream of a streamed send and the errors a turn may end in are in turn-events.ts.)
 import { z } from 'zod';
-import { STOP_REASONS } from '../store/store.ts';
-import { conversationFileExample } from './file-schemas.ts';
-import { errorEnvelope, metadataSchema, text, timestamp } from './schemas.ts';
-import { turnEventSchema } from './stream-events.ts';
+import { metadataSchema, text, timestamp } from './common.ts';
+import { STOP_REASONS } from './enums.ts';
+import { conversationFileExample } from './files.ts';
 
 export const MAX_TEXT = 32_000;
 export const MAX_BLOCKS = 16;
@@ -98,7 +97,7 @@ export const usageSchema = z
   .object({ input_tokens: z.number().int(), output_tokens: z.number().int() })
   .meta({ id: 'Usage' });
 
-/** A tool call of a turn, as its reply shows it (DESIGN §13). */
+/** A tool call of a turn, as its reply shows it: what was asked, what came back. */
 export const toolCallSchema = z
   .object({
     id: z.string(),
@@ -168,27 +167,3 @@ export const agentReply = z.object({ agent_message: messageSchema }).meta({ id: 
 export const conversationReply = z
   .object({ agent_message: conversationMessageSchema })
   .meta({ id: 'ConversationReply' });
-
-/** The 200 answer of a streamed send, for the OpenAPI document. */
-export const sseResponse = {
-  description:
-    'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed)',
-  content: {
-    'text/event-stream': {
-      // Each event of the stream is one of these (the message is the family's: with metadata for an API key).
-      schema: turnEventSchema(z.union([messageSchema, conversationMessageSchema]), usageSchema).meta({
-        id: 'TurnEvent',
-        description:
-          'One event of the stream, framed as `event: <event>`, `id: <id>`, `data: <data as JSON>`; `: ping` comments between them. Ignore events of other names.',
-      }),
-    },
-  },
-};
-
-/** Errors a turn may end in, besides those of every authenticated route. */
-export const turnErrors = {
-  409: errorEnvelope,
-  502: errorEnvelope,
-  503: errorEnvelope,
-  504: errorEnvelope,
-} as const;

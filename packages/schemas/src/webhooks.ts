@@ -1,11 +1,8 @@
-// Schemas of the Webhook resource (DESIGN §15): registering an endpoint, the endpoint as answered (its
-// secret only in the 201), a delivery, and the payload every delivery posts.
+// Schemas of the Webhook resource: registering an endpoint, the endpoint as answered (its secret only in the
+// 201), and a delivery.
 import { z } from 'zod';
-import { WEBHOOK_EVENT_TYPES } from '../store/store.ts';
-import { timestamp } from './schemas.ts';
-
-/** A tenant's endpoints at most: each event is queued once per subscribed endpoint, in the change's write. */
-export const MAX_WEBHOOKS_PER_TENANT = 20;
+import { timestamp } from './common.ts';
+import { WEBHOOK_EVENT_TYPES } from './enums.ts';
 
 export const webhookEventType = z.enum(WEBHOOK_EVENT_TYPES);
 

@@ -1,10 +1,9 @@
 // Schemas of the conversation family: the Conversation record (what a front-end may see of a session), the
 // path that names one, its session token, and the feedback and inactivity requests made inside it.
 import { z } from 'zod';
-import type { SessionRecord } from '../store/store.ts';
-import { conversationMessageSchema } from './message-schemas.ts';
-import { metadataSchema, text, timestamp } from './schemas.ts';
-import { sessionExample, sessionSchema, sessionStatus } from './session-schemas.ts';
+import { metadataSchema, text, timestamp } from './common.ts';
+import { conversationMessageSchema } from './messages.ts';
+import { sessionExample, sessionSchema, sessionStatus } from './sessions.ts';
 
 /** The example session as its front-end sees it. */
 const { user: _user, context: _context, metadata: _metadata, ...conversationExample } = sessionExample;
@@ -23,18 +22,6 @@ export const conversationSchema = sessionSchema
     last_message_at: true,
   })
   .meta({ id: 'Conversation', examples: [conversationExample] });
-
-export const toConversation = (s: SessionRecord): z.infer<typeof conversationSchema> => ({
-  id: s.id,
-  agent_id: s.agent_id,
-  status: s.status,
-  created_at: s.created_at,
-  updated_at: s.updated_at,
-  closed_at: s.closed_at,
-  close_reason: s.close_reason,
-  messages_count: s.messages_count,
-  last_message_at: s.last_message_at,
-});
 
 /** The path of every route addressed to one conversation. */
 export const conversationParams = z.object({ conversation_id: z.string() });

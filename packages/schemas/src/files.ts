@@ -1,8 +1,7 @@
-// Schemas of the File resource: the record as the tenant pool shows it, and the narrower view a front-end
-// gets of its conversation's files (no metadata, no session).
+// Schemas of the File resource: the record as the tenant pool shows it, listing them, and the narrower view a
+// front-end gets of its conversation's files (no metadata, no session).
 import { z } from 'zod';
-import type { StoredFile } from '../store/store.ts';
-import { timestamp } from './schemas.ts';
+import { dateTimeQuery, pageQuery, timestamp } from './common.ts';
 
 /** A pool file with the metadata it was uploaded with. */
 const fileExample = {
@@ -42,4 +41,16 @@ export const conversationFile = fileSchema
   .omit({ metadata: true, session_id: true })
   .meta({ id: 'ConversationFile', examples: [conversationFileExample] });
 
-export const toConversationFile = ({ metadata: _m, session_id: _s, ...file }: StoredFile) => file;
+/** GET /v1/agents/files's query. */
+export const fileListQuery = z.object({
+  name: z.string().max(200).optional().meta({ description: 'Case-insensitive prefix of the name' }),
+  mime_type: z.string().max(255).optional(),
+  created_after: dateTimeQuery.optional().meta({ description: 'Exclusive lower bound' }),
+  created_before: dateTimeQuery.optional().meta({ description: 'Exclusive upper bound' }),
+  session_id: z
+    .string()
+    .max(200)
+    .optional()
+    .meta({ description: 'Only the files uploaded in this conversation' }),
+  ...pageQuery,
+});

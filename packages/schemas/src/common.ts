@@ -1,8 +1,48 @@
-// Zod schemas shared by every resource: paging, free-form JSON objects with size and depth limits, the
-// error envelope and the 422 body. Each resource's own are in its schema module (user-, file-, session-,
-// message- and conversation-schemas.ts).
+// Zod schemas shared by every resource: paging, free-form JSON objects with size and depth limits, text that
+// can be stored as written, the error envelope and the 422 body. Each resource's own are in its module
+// (users.ts, files.ts, sessions.ts, messages.ts, conversations.ts, webhooks.ts).
 import { z } from 'zod';
-import { NUL_MESSAGE, NUL_TYPE, nulPaths } from './validation.ts';
+
+type NulPath = (string | number)[];
+/** A node's way back to the root, so that a path is only built for what is found (deep input stays linear). */
+type Trail = { key: string | number; up: Trail | null } | null;
+
+const pathOf = (trail: Trail): NulPath => {
+  const path: NulPath = [];
+  for (let t = trail; t !== null; t = t.up) path.unshift(t.key);
+  return path;
+};
+
+/** The refusal of text with U+0000 (PostgreSQL cannot store it), one issue per location. */
+export const NUL_TYPE = 'string_nul';
+export const NUL_MESSAGE = 'Input should not contain the NUL character (U+0000)';
+
+/** A hostile body cannot make the 422 much larger than itself. */
+export const MAX_NUL_PATHS = 20;
+
+/**
+ * The locations of strings (values and keys) holding U+0000 in parsed JSON or in a query, path or
+ * header record (never a multipart body: its parts hold streams), walked iteratively so that depth
+ * cannot overflow the stack.
+ */
+export function nulPaths(value: unknown): NulPath[] {
+  const found: NulPath[] = [];
+  const stack: [unknown, Trail][] = [[value, null]];
+  for (let top = stack.pop(); top !== undefined && found.length < MAX_NUL_PATHS; top = stack.pop()) {
+    const [node, trail] = top;
+    if (typeof node === 'string') {
+      if (node.includes('\0')) found.push(pathOf(trail));
+    } else if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i--) stack.push([node[i], { key: i, up: trail }]);
+    } else if (node !== null && typeof node === 'object') {
+      for (const [key, child] of Object.entries(node).reverse()) {
+        if (key.includes('\0')) found.push(pathOf({ key, up: trail }));
+        else stack.push([child, { key, up: trail }]);
+      }
+    }
+  }
+  return found;
+}
 
 export const KiB = 1024;
 
@@ -19,6 +59,24 @@ function jsonDepthExceeds(value: unknown, limit: number): boolean {
     for (const child of Object.values(node)) stack.push([child, depth + 1]);
   }
   return false;
+}
+
+/**
+ * The UTF-8 length of a string, as Buffer.byteLength counts it (a lone surrogate as the 3 bytes of U+FFFD),
+ * without Node's Buffer: the schemas also type browser code.
+ */
+export function utf8Length(s: string): number {
+  let bytes = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 /** A free-form JSON object (metadata, context, info) of at most `maxBytes` as JSON and MAX_JSON_DEPTH levels. */
@@ -38,7 +96,7 @@ export function jsonObject(maxBytes: number) {
       for (const path of nulPaths(value)) {
         ctx.addIssue({ code: 'custom', path, message: NUL_MESSAGE, params: { type: NUL_TYPE } });
       }
-      const bytes = Buffer.byteLength(JSON.stringify(value));
+      const bytes = utf8Length(JSON.stringify(value));
       if (bytes > maxBytes) {
         ctx.addIssue({
           code: 'custom',

@@ -1,10 +1,10 @@
 // Schemas of the Session resource: creating one (with its user lookup and context), the resource as
-// answered, the path that names one, and terminating it (shared with the public family's conversations).
+// answered, the path that names one, listing them, and terminating one (shared with the public family's
+// conversations).
 import { z } from 'zod';
-import { SESSION_STATUSES } from '../machines/session-status.ts';
-import type { SessionRecord } from '../store/store.ts';
-import { jsonObject, KiB, metadataSchema, text, timestamp } from './schemas.ts';
-import { userExample, userReference } from './user-schemas.ts';
+import { jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
+import { SESSION_STATUSES } from './enums.ts';
+import { userExample, userReference } from './users.ts';
 
 /** A lookup of an existing user: by id, by reference, or both (then they must name the same user). */
 export const userLookup = z
@@ -73,8 +73,13 @@ export const sessionSchema = z
   })
   .meta({ id: 'Session', examples: [sessionExample] });
 
-/** The Session resource; the store's record also carries routing fields that stay inside. */
-export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
+/** GET /v1/agents/sessions's query. */
+export const sessionListQuery = z.object({
+  status: sessionStatus.optional(),
+  agent_id: z.string().max(64).optional(),
+  user_id: z.string().max(200).optional(),
+  ...pageQuery,
+});
 
 export const terminateRequest = z
   .strictObject({ reason: text().max(500).nullable().optional() })

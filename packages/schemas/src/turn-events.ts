@@ -1,9 +1,10 @@
-// The events of a streamed turn (DESIGN.md §6, README "Streaming") as zod schemas: what turn-events.ts writes,
-// described for the OpenAPI document (sseResponse) and typed for packages/client, whose TurnEvent comes from here.
-// Built for a message schema, because the families show messages differently (the public one without metadata).
+// The events of a streamed turn as zod schemas: what the server writes, described for the OpenAPI document
+// (sseResponse) and typed for @parley/client, whose TurnEvent comes from here. Built for a message schema,
+// because the families show messages differently (the public one without metadata).
 import { z } from 'zod';
-import type { conversationMessageSchema, messageSchema, usageSchema } from './message-schemas.ts';
-import { sessionStatus } from './session-schemas.ts';
+import { errorEnvelope } from './common.ts';
+import { conversationMessageSchema, messageSchema, usageSchema } from './messages.ts';
+import { sessionStatus } from './sessions.ts';
 
 /** The names of a turn's events; a client ignores any other name (new events may be added). */
 export const TURN_EVENT_NAMES = [
@@ -37,8 +38,7 @@ function event<N extends (typeof TURN_EVENT_NAMES)[number], D extends z.ZodType>
 
 /**
  * Every event of a turn, a union discriminated by `event`, showing messages as `message` does and usage as
- * `usage`. (A factory, not one constant: message-schemas.ts builds its sseResponse with it, and importing
- * that module here would make the two import each other.)
+ * `usage` (a factory: each family shows messages its own way).
  */
 export function turnEventSchema<M extends z.ZodType, U extends z.ZodType>(message: M, usage: U) {
   return z.discriminatedUnion('event', [
@@ -117,3 +117,27 @@ export type SessionTurnEvent = z.output<
 export type ConversationTurnEvent = z.output<
   ReturnType<typeof turnEventSchema<typeof conversationMessageSchema, typeof usageSchema>>
 >;
+
+/** The 200 answer of a streamed send, for the OpenAPI document. */
+export const sseResponse = {
+  description:
+    'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed)',
+  content: {
+    'text/event-stream': {
+      // Each event of the stream is one of these (the message is the family's: with metadata for an API key).
+      schema: turnEventSchema(z.union([messageSchema, conversationMessageSchema]), usageSchema).meta({
+        id: 'TurnEvent',
+        description:
+          'One event of the stream, framed as `event: <event>`, `id: <id>`, `data: <data as JSON>`; `: ping` comments between them. Ignore events of other names.',
+      }),
+    },
+  },
+};
+
+/** Errors a turn may end in, besides those of every authenticated route. */
+export const turnErrors = {
+  409: errorEnvelope,
+  502: errorEnvelope,
+  503: errorEnvelope,
+  504: errorEnvelope,
+} as const;

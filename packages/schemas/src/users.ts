@@ -1,7 +1,7 @@
-// Schemas of the User resource: the fields a request sets, the resource as answered, and the `reference`
-// rule that session creation's user lookup shares.
+// Schemas of the User resource: the fields a request sets, the resource as answered, listing them, and the
+// `reference` rule that session creation's user lookup shares.
 import { z } from 'zod';
-import { jsonObject, KiB, metadataSchema, text, timestamp } from './schemas.ts';
+import { jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
 
 export const userReference = z
   .string()
@@ -61,3 +61,10 @@ export const userSchema = z
   .meta({ id: 'User', examples: [userExample] });
 
 export const userParams = z.object({ user_id: z.string() });
+
+/** GET /v1/agents/users's query. */
+export const userListQuery = z.object({
+  reference: z.string().max(128).optional(),
+  email: z.string().max(254).optional(),
+  ...pageQuery,
+});

@@ -1,0 +1,26 @@
+// Stored records as the API shows them: the Session resource without the routing fields the store keeps, and
+// the public family's narrower views of a session (the Conversation) and of a file. Shared by the routes and
+// by the webhook events that carry a Session.
+
+import type { z } from 'zod';
+import type { conversationSchema } from '#schemas';
+import type { SessionRecord, StoredFile } from './store.ts';
+
+/** The Session resource; the store's record also carries routing fields that stay inside. */
+export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
+
+/** The conversation record: no metadata, context or user. */
+export const toConversation = (s: SessionRecord): z.output<typeof conversationSchema> => ({
+  id: s.id,
+  agent_id: s.agent_id,
+  status: s.status,
+  created_at: s.created_at,
+  updated_at: s.updated_at,
+  closed_at: s.closed_at,
+  close_reason: s.close_reason,
+  messages_count: s.messages_count,
+  last_message_at: s.last_message_at,
+});
+
+/** A file as a front-end sees its conversation's files: no metadata, no session. */
+export const toConversationFile = ({ metadata: _m, session_id: _s, ...file }: StoredFile) => file;
