@@ -22,19 +22,19 @@ import { type ClusterMetrics, createClusterMetrics } from './cluster/cluster-met
 import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
 import { ValidationError } from './errors.ts';
-import { apiFamily } from './http/api-family.ts';
-import { clientErrorHandler, newRequestId } from './http/client-errors.ts';
-import { ConnectionDrain } from './http/connection-drain.ts';
-import { DEMO_AGENT, demoKeyCount, demoRoutes } from './http/demo-routes.ts';
-import { frameworkErrorHandler, registerErrorHandling } from './http/error-handler.ts';
-import { registerMetrics } from './http/metrics.ts';
-import { registerOpenApi } from './http/openapi.ts';
-import { operationsRoutes } from './http/operations.ts';
-import { PUBLIC_PREFIX, publicFamily } from './http/public-family.ts';
-import { requireDeclaredSessions } from './http/route-config.ts';
-import { LiveTurns } from './http/turn-log.ts';
-import { nulIssues, prototypeKeyIssues, validatorCompiler } from './http/validation.ts';
-import { widgetRoutes } from './http/widget-routes.ts';
+import { apiFamily } from './http/api/family.ts';
+import { DEMO_AGENT, demoKeyCount, demoRoutes } from './http/open/demo.ts';
+import { operationsRoutes } from './http/open/operations.ts';
+import { widgetRoutes } from './http/open/widget.ts';
+import { registerOpenApi } from './http/openapi/document.ts';
+import { PUBLIC_PREFIX, publicFamily } from './http/public/family.ts';
+import { clientErrorHandler, newRequestId } from './http/server/client-errors.ts';
+import { ConnectionDrain } from './http/server/connection-drain.ts';
+import { frameworkErrorHandler, registerErrorHandling } from './http/server/error-handler.ts';
+import { registerMetrics } from './http/server/metrics.ts';
+import { requireDeclaredSessions } from './http/server/route-config.ts';
+import { nulIssues, prototypeKeyIssues, validatorCompiler } from './http/server/validation.ts';
+import { LiveTurns } from './http/turns/log.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -162,7 +162,7 @@ async function joinCluster(
   const [{ RedisCoordinator }, { registerForwarding }, { rateLimitRedis }] = await Promise.all([
     import('./cluster/redis-coordinator.ts'),
     import('./cluster/forwarding.ts'),
-    import('./http/rate-limit-redis.ts'),
+    import('./http/server/rate-limit-redis.ts'),
   ]);
   const coordinator = new RedisCoordinator({
     store,

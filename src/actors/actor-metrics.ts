@@ -1,5 +1,5 @@
 // Metrics of the session runtime: resident actors, activations, passivations, turns and their latency (also
-// by agent, with tokens and time to first token), and the model providers' latency. Registered on the app's own registry (see http/metrics.ts).
+// by agent, with tokens and time to first token), and the model providers' latency. Registered on the app's own registry (see http/server/metrics.ts).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

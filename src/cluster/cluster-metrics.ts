@@ -1,5 +1,5 @@
 // Metrics of shard ownership and forwarding: owned shards, lease renewals and losses, forwarded requests,
-// and writes refused for a stale epoch. Registered on the app's own registry (see http/metrics.ts).
+// and writes refused for a stale epoch. Registered on the app's own registry (see http/server/metrics.ts).
 import { Counter, Gauge, type Registry } from 'prom-client';
 
 export function createClusterMetrics(registry: Registry) {

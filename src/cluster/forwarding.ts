@@ -1,7 +1,7 @@
 // Request routing between processes: any process accepts any request; one for a session whose shard
 // another process owns is forwarded there (undici, pooled) before its body is read, and the owner's answer
 // (JSON, a file, an event stream) is relayed as it arrives. A client that goes away aborts the forward.
-// Which routes act on a session is what each declares in its Fastify config (http/route-config.ts).
+// Which routes act on a session is what each declares in its Fastify config (http/server/route-config.ts).
 import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Writable } from 'node:stream';

@@ -1,5 +1,5 @@
 // Metrics of webhook deliveries: attempts by outcome and their latency. Registered on the app's own registry
-// (see http/metrics.ts).
+// (see http/server/metrics.ts).
 import { Counter, Histogram, type Registry } from 'prom-client';
 
 const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];

@@ -1,0 +1,39 @@
+// Run an agent once: a new session holding the given messages, and the agent's reply to them. The session
+// is persisted and stays active (SPEC.md: `persist: false` is accepted and, in v1, still persists).
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { authErrors, runRequest, runResult, turnErrors } from '#schemas';
+import type { SessionService } from '../../actors/session-service.ts';
+import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
+import { keyAuthorize } from '../auth/session-target.ts';
+import { createsSession } from '../server/route-config.ts';
+
+export const runRoutes: FastifyPluginAsyncZod<{ sessions: SessionService }> = async (app, { sessions }) => {
+  app.post(
+    '/v1/agents/:agent_id/run',
+    {
+      config: createsSession,
+      schema: {
+        tags: ['sessions'],
+        summary: 'Run an agent once on 1 to 10 messages',
+        params: z.object({ agent_id: z.string() }),
+        body: runRequest,
+        response: {
+          201: runResult,
+          ...turnErrors,
+          ...authErrors,
+        },
+      },
+    },
+    async (request, reply) => {
+      assertAgentAllowed(request, request.params.agent_id);
+      const result = await sessions.run(
+        tenantOf(request),
+        request.params.agent_id,
+        request.body,
+        keyAuthorize(request),
+      );
+      return reply.code(201).send({ agent_message: result.agent_message, session_id: result.session_id });
+    },
+  );
+};

@@ -1,0 +1,102 @@
+// Sessions of the server-side family: create one bound to an agent, read, list, terminate. A key scoped to
+// some agents sees only their sessions; a session of another tenant does not exist for it (404).
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  authErrors,
+  errorEnvelope,
+  pageOf,
+  sessionCreate,
+  sessionListQuery,
+  sessionParams,
+  sessionSchema,
+  terminateRequest,
+  terminateResult,
+} from '#schemas';
+import type { SessionService } from '../../actors/session-service.ts';
+import type { Store } from '../../store/store.ts';
+import { toSession } from '../../store/views.ts';
+import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
+import { keySession } from '../auth/session-target.ts';
+import { createsSession, onSession } from '../server/route-config.ts';
+
+export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: SessionService }> = async (
+  app,
+  { store, sessions },
+) => {
+  app.post(
+    '/v1/agents/:agent_id/sessions',
+    {
+      config: createsSession,
+      schema: {
+        tags: ['sessions'],
+        summary: 'Create a session bound to an agent',
+        params: z.object({ agent_id: z.string() }),
+        body: sessionCreate,
+        response: { 201: sessionSchema, 503: errorEnvelope, ...authErrors },
+      },
+    },
+    async (request, reply) => {
+      assertAgentAllowed(request, request.params.agent_id);
+      const session = await sessions.createSession(tenantOf(request), request.params.agent_id, request.body);
+      return reply.code(201).send(toSession(session));
+    },
+  );
+
+  app.get(
+    '/v1/agents/sessions',
+    {
+      schema: {
+        tags: ['sessions'],
+        summary: 'List sessions, newest first',
+        querystring: sessionListQuery,
+        response: { 200: pageOf(sessionSchema), ...authErrors },
+      },
+    },
+    async (request) => {
+      const { status, agent_id, user_id, limit, offset } = request.query;
+      const agents = request.apiKey?.agents ?? [];
+      const page = await store.listSessions(
+        tenantOf(request),
+        { status, agent_id, user_id, ...(agents.includes('*') ? {} : { agent_ids: agents }) },
+        { limit, offset },
+      );
+      return { items: page.items.map(toSession), next_offset: page.next_offset };
+    },
+  );
+
+  app.get(
+    '/v1/agents/sessions/:session_id',
+    {
+      config: onSession,
+      schema: {
+        tags: ['sessions'],
+        summary: 'Read a session',
+        params: sessionParams,
+        response: { 200: sessionSchema, ...authErrors },
+      },
+    },
+    async (request) => {
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
+      return toSession(await sessions.getSession(tenantId, sessionId, authorize));
+    },
+  );
+
+  app.post(
+    '/v1/agents/sessions/:session_id/terminate',
+    {
+      config: onSession,
+      schema: {
+        tags: ['sessions'],
+        summary: 'Close a session (idempotent: a second call answers with the first closing)',
+        params: sessionParams,
+        body: terminateRequest,
+        response: { 200: terminateResult, 409: errorEnvelope, 503: errorEnvelope, ...authErrors },
+      },
+    },
+    async (request) => {
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
+      return sessions.terminate(tenantId, sessionId, request.body.reason ?? null, authorize);
+    },
+  );
+};

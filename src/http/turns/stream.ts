@@ -1,0 +1,94 @@
+// A turn as a stream of events (DESIGN.md §6): turn.started once the user's message is stored, message.delta
+// as the model writes, message.completed once the reply is stored, then turn.completed; or turn.failed. Tool
+// events (`tool.started`, `tool.completed`) are sent only where the caller sees tool calls. The turn's log is
+// listed in LiveTurns while it runs, so that a dropped client can resume it (resume.ts) from any event.
+import type { FastifyBaseLogger, FastifyReply } from 'fastify';
+import type { TurnObserver } from '../../actors/operation-context.ts';
+import type { MessageView } from '../../actors/public-message.ts';
+import type { SendResult } from '../../actors/session-service.ts';
+import { AppError } from '../../errors.ts';
+import type { Store } from '../../store/store.ts';
+import { countOpenStream } from '../server/metrics.ts';
+import { asAppError, type TurnEventsOptions, TurnEventWriter } from './events.ts';
+import type { LiveTurns, TurnLog } from './log.ts';
+import { storedTurn } from './replay.ts';
+import { SSE_HEADERS, SseStream } from './sse.ts';
+
+export interface TurnStreamOptions {
+  sessionId: string;
+  /** Runs the send with the observer this stream provides. */
+  run(observer: TurnObserver): Promise<SendResult>;
+  store: Store;
+  turns: LiveTurns;
+  log: FastifyBaseLogger;
+  pingMs?: number;
+  /** How the family shows the turn's messages (the public family without their metadata). */
+  view: MessageView;
+  /** Whether tool events are sent (the API-key family; the public one where the agent exposes tools). */
+  showTools: boolean;
+}
+
+/**
+ * Starts the turn and answers once its first event exists. Errors before that reject (the route answers
+ * them as JSON); errors after it end the stream with turn.failed. The turn does not depend on the
+ * client: if it goes away, the reply is still completed and stored.
+ */
+export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Promise<FastifyReply> {
+  const { sessionId, turns } = options;
+  const live = turns.open(sessionId);
+  return new Promise<FastifyReply>((resolve, reject) => {
+    let answered = false;
+    const answer = (log: TurnLog, replayed: boolean) => {
+      answered = true;
+      resolve(answerWithLog(reply, log, { ...options, after: null }, replayed));
+    };
+    live.follow(() => {
+      if (!answered && live.hasStarted) answer(live, false);
+    });
+
+    options.run(live).then(
+      async (result) => {
+        if (answered) return turns.finish(live, { ok: result });
+        // Nothing ran now (a replay, or a join of the same request still running): tell the stored turn.
+        let stored: TurnLog | null;
+        try {
+          stored = await storedTurn(options.store, sessionId, result.turn_id, result.session_status, result);
+        } catch (err) {
+          return reject(err);
+        }
+        if (!stored) return reject(new AppError('internal_error', `Turn ${result.turn_id} is not stored.`));
+        answer(stored, result.replayed);
+      },
+      (err: unknown) => {
+        if (!answered) return reject(err);
+        const error = asAppError(err);
+        // Logged like a plain send's failure: with the upstream status and message a provider error carries.
+        if (error.statusCode >= 500) options.log.error({ err: error }, 'streamed turn failed');
+        turns.finish(live, { error });
+      },
+    );
+  });
+}
+
+/** Answers with `log`'s events after `options.after`, following the log while it changes. */
+export function answerWithLog(
+  reply: FastifyReply,
+  log: TurnLog,
+  options: TurnEventsOptions & { pingMs?: number | undefined },
+  replayed = false,
+): FastifyReply {
+  const sse = new SseStream(options.pingMs);
+  const writer = new TurnEventWriter(log, sse, options);
+  const pump = () => writer.pump();
+  const unfollow = log.follow(pump);
+  // A slow reader gets the text merged into fewer, larger deltas: memory stays within the reply's size.
+  sse.onDemand = pump;
+  sse.once('close', unfollow);
+  // A resumed turn that has nothing new yet still answers at once, and keeps the connection alive meanwhile.
+  if (options.after !== null) sse.comment('resumed');
+  pump();
+  reply.code(200).headers(SSE_HEADERS);
+  countOpenStream(reply, 'sse');
+  if (replayed) reply.header('idempotent-replayed', 'true');
+  return reply.send(sse);
+}
