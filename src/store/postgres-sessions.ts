@@ -1,7 +1,7 @@
 // Sessions of PostgresStore: shard claims, fenced inserts, reads, and the one session write every commit
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
-import { SHARD_COUNT } from '../cluster/shard.ts';
+import { SHARD_COUNT } from '../shards.ts';
 import type { SessionPart } from './composed-store.ts';
 import type { Db, Queryable } from './postgres-db.ts';
 import { queueWebhookEvents } from './postgres-webhooks.ts';
