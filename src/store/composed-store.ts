@@ -1,5 +1,5 @@
 // A Store assembled from parts, one per resource. Each store (SQLite, PostgreSQL) supplies its parts
-// (sqlite-users.ts, postgres-users.ts, …) and the methods that belong to its connection; this class answers
+// (sqlite/users.ts, postgres/users.ts, …) and the methods that belong to its connection; this class answers
 // the rest of the contract from the part that holds each method, so neither store repeats that forwarding.
 import type { Store } from './store.ts';
 
@@ -56,7 +56,7 @@ export interface StoreParts {
   webhooks: WebhookPart;
 }
 
-/** The modules of a store's parts (sqlite-users.ts, …), each exporting `part`, built on the store's handle. */
+/** The modules of a store's parts (sqlite/users.ts, …), each exporting `part`, built on the store's handle. */
 export type PartModules<Handle> = { [K in keyof StoreParts]: { part(handle: Handle): StoreParts[K] } };
 
 export function partsOn<Handle>(handle: Handle, modules: PartModules<Handle>): StoreParts {
@@ -78,7 +78,7 @@ export abstract class ComposedStore implements Store {
   abstract migrate(): ReturnType<Store['migrate']>;
   abstract ping(): ReturnType<Store['ping']>;
   abstract close(): ReturnType<Store['close']>;
-  /** The connection decides how writes are grouped into transactions (SQLite groups them; see sqlite.ts). */
+  /** The connection decides how writes are grouped into transactions (SQLite groups them; see sqlite/store.ts). */
   abstract commitSession(...args: Args<'commitSession'>): ReturnType<Store['commitSession']>;
 
   createTenant(...args: Args<'createTenant'>) {

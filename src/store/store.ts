@@ -425,7 +425,7 @@ export interface SessionWriteResult {
   webhook_deliveries: number;
 }
 
-/** One step of a store's versioned schema (sqlite-migrations.ts, postgres-migrations.ts). */
+/** One step of a store's versioned schema (sqlite/migrations.ts, postgres/migrations.ts). */
 export interface Migration {
   version: number;
   name: string;

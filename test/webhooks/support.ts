@@ -7,7 +7,7 @@ import type { TestContext } from 'node:test';
 import { Registry } from 'prom-client';
 import { newId } from '../../src/ids.ts';
 import { shardOf } from '../../src/shards.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Store, WebhookDelivery, WebhookEvent, WebhookEventType } from '../../src/store/store.ts';
 import { WebhookDeliverer, type WebhookDelivererOptions } from '../../src/webhooks/deliverer.ts';
 import { createWebhookMetrics } from '../../src/webhooks/webhook-metrics.ts';

@@ -1,7 +1,7 @@
-// What PostgresStore's per-resource modules (postgres-users.ts, …) need of it: a read on the pool and a
+// What PostgresStore's per-resource modules (postgres/users.ts, …) need of it: a read on the pool and a
 // write in one transaction on one connection.
 import type pg from 'pg';
-import type { Row } from './rows.ts';
+import type { Row } from '../rows.ts';
 
 export type Queryable = Pick<pg.PoolClient, 'query'>;
 

@@ -1,18 +1,17 @@
 // Webhooks of PostgresStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import type { WebhookPart } from './composed-store.ts';
-import type { Db, Queryable } from './postgres-db.ts';
-import { now } from './rows.ts';
-import { insert, postgresDialect, type Statement } from './sql.ts';
-import { toPage, type WebhookEvent } from './store.ts';
+import type { WebhookPart } from '../composed-store.ts';
+import { now } from '../rows.ts';
+import { insert, postgresDialect, type Statement } from '../sql.ts';
+import { toPage, type WebhookEvent } from '../store.ts';
 import {
   deliveryRow,
   toDueWebhookDelivery,
   toWebhook,
   toWebhookDelivery,
   webhookRow,
-} from './webhook-rows.ts';
+} from '../webhook-rows.ts';
 import {
   claimWebhookDelivery,
   deleteOldWebhookDeliveries,
@@ -22,7 +21,8 @@ import {
   recordWebhookAttempt,
   subscribedWebhooks,
   unblockNextDelivery,
-} from './webhook-sql.ts';
+} from '../webhook-sql.ts';
+import type { Db, Queryable } from './db.ts';
 
 const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 

@@ -1,18 +1,17 @@
 // Webhooks of SqliteStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import type { WebhookPart } from './composed-store.ts';
-import { now } from './rows.ts';
-import { insert, sqliteDialect } from './sql.ts';
-import { all, get, run, type SqliteDb } from './sqlite-db.ts';
-import { toPage, type WebhookEvent } from './store.ts';
+import type { WebhookPart } from '../composed-store.ts';
+import { now } from '../rows.ts';
+import { insert, sqliteDialect } from '../sql.ts';
+import { toPage, type WebhookEvent } from '../store.ts';
 import {
   deliveryRow,
   toDueWebhookDelivery,
   toWebhook,
   toWebhookDelivery,
   webhookRow,
-} from './webhook-rows.ts';
+} from '../webhook-rows.ts';
 import {
   claimWebhookDelivery,
   deleteOldWebhookDeliveries,
@@ -22,7 +21,8 @@ import {
   recordWebhookAttempt,
   subscribedWebhooks,
   unblockNextDelivery,
-} from './webhook-sql.ts';
+} from '../webhook-sql.ts';
+import { all, get, run, type SqliteDb } from './db.ts';
 
 /**
  * Writes one pending delivery of each event per subscribed endpoint, blocked behind a pending one of its

@@ -1,8 +1,8 @@
-// What SqliteStore's per-resource modules (sqlite-users.ts, …) need of it: prepared statements on its one
+// What SqliteStore's per-resource modules (sqlite/users.ts, …) need of it: prepared statements on its one
 // connection and its write transaction; plus running the statements of sql.ts, and the node:sqlite error
 // codes the modules tell apart.
 import type { StatementSync } from 'node:sqlite';
-import type { Statement } from './sql.ts';
+import type { Statement } from '../sql.ts';
 
 export interface SqliteDb {
   /** The prepared statement of `sql`, prepared once per text. */

@@ -1,20 +1,20 @@
 // The distributed Store: PostgreSQL through a pg.Pool, for several processes sharing one database.
 // Same semantics and records as SqliteStore; every write is one transaction, session writes fenced. This
 // module holds the pool, its transactions and the migrations' lock; the resources are in
-// postgres-tenants.ts, postgres-users.ts, postgres-files.ts, postgres-sessions.ts, postgres-messages.ts and
-// postgres-webhooks.ts.
+// postgres/tenants.ts, postgres/users.ts, postgres/files.ts, postgres/sessions.ts, postgres/messages.ts and
+// postgres/webhooks.ts.
 import pg from 'pg';
-import { ComposedStore, partsOn } from './composed-store.ts';
-import type { Db, Queryable } from './postgres-db.ts';
-import * as files from './postgres-files.ts';
-import * as messages from './postgres-messages.ts';
-import { postgresMigrations } from './postgres-migrations.ts';
-import * as sessions from './postgres-sessions.ts';
-import * as tenants from './postgres-tenants.ts';
-import * as users from './postgres-users.ts';
-import * as webhooks from './postgres-webhooks.ts';
-import { now } from './rows.ts';
-import type { Migration, SessionWrite, SessionWriteResult } from './store.ts';
+import { ComposedStore, partsOn } from '../composed-store.ts';
+import { now } from '../rows.ts';
+import type { Migration, SessionWrite, SessionWriteResult } from '../store.ts';
+import type { Db, Queryable } from './db.ts';
+import * as files from './files.ts';
+import * as messages from './messages.ts';
+import { postgresMigrations } from './migrations.ts';
+import * as sessions from './sessions.ts';
+import * as tenants from './tenants.ts';
+import * as users from './users.ts';
+import * as webhooks from './webhooks.ts';
 
 /** The advisory lock under which migrations run, so that processes starting together apply each once. */
 const MIGRATION_LOCK = 0x7061726c; // 'parl'

@@ -1,11 +1,11 @@
 // Files of SqliteStore: the record and its bytes (a BLOB in file_blobs) written and removed in one
 // transaction, which also checks the upload quotas (file-quota.ts) when given.
-import type { FilePart } from './composed-store.ts';
-import { quotaError } from './file-quota.ts';
-import { fileRow, now, storedFile, toFile } from './rows.ts';
-import { fileUsage, insert, listFiles, sqliteDialect } from './sql.ts';
-import { all, get, run, type SqliteDb } from './sqlite-db.ts';
-import { toPage } from './store.ts';
+import type { FilePart } from '../composed-store.ts';
+import { quotaError } from '../file-quota.ts';
+import { fileRow, now, storedFile, toFile } from '../rows.ts';
+import { fileUsage, insert, listFiles, sqliteDialect } from '../sql.ts';
+import { toPage } from '../store.ts';
+import { all, get, run, type SqliteDb } from './db.ts';
 
 /** The files of SqliteStore, on its connection. */
 export function part(db: SqliteDb): FilePart {

@@ -1,11 +1,9 @@
 // Sessions of PostgresStore: shard claims, fenced inserts, reads, and the one session write every commit
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
-import { SHARD_COUNT } from '../shards.ts';
-import type { SessionPart } from './composed-store.ts';
-import type { Db, Queryable } from './postgres-db.ts';
-import { queueWebhookEvents } from './postgres-webhooks.ts';
-import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from './rows.ts';
+import { SHARD_COUNT } from '../../shards.ts';
+import type { SessionPart } from '../composed-store.ts';
+import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from '../rows.ts';
 import {
   insert,
   listSessions,
@@ -16,8 +14,10 @@ import {
   sessionsDueForExpiry,
   storeIdempotencyResponse,
   toolCallStatements,
-} from './sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
+} from '../sql.ts';
+import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from '../store.ts';
+import type { Db, Queryable } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /**
  * Throws StaleEpochError unless the shard's epoch is still the fence's. The row stays share-locked until

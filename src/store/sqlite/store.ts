@@ -1,22 +1,22 @@
 // The embedded Store: one SQLite file (Node's built-in node:sqlite) in WAL mode with full fsync, every write
 // in a BEGIN IMMEDIATE transaction so that concurrent writers (the CLI, a second process) queue instead of
 // failing. This module holds the connection, its transactions, the statement cache and the group commit of
-// session writes; the resources are in sqlite-tenants.ts, sqlite-users.ts, sqlite-files.ts,
-// sqlite-sessions.ts, sqlite-messages.ts and sqlite-webhooks.ts.
+// session writes; the resources are in sqlite/tenants.ts, sqlite/users.ts, sqlite/files.ts,
+// sqlite/sessions.ts, sqlite/messages.ts and sqlite/webhooks.ts.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { ComposedStore, partsOn } from './composed-store.ts';
-import { now } from './rows.ts';
-import { SQLITE_BUSY, type SqliteDb, sqliteCode } from './sqlite-db.ts';
-import * as files from './sqlite-files.ts';
-import * as messages from './sqlite-messages.ts';
-import { sqliteMigrations } from './sqlite-migrations.ts';
-import * as sessions from './sqlite-sessions.ts';
-import * as tenants from './sqlite-tenants.ts';
-import * as users from './sqlite-users.ts';
-import * as webhooks from './sqlite-webhooks.ts';
-import type { Migration, SessionWrite, SessionWriteResult } from './store.ts';
+import { ComposedStore, partsOn } from '../composed-store.ts';
+import { now } from '../rows.ts';
+import type { Migration, SessionWrite, SessionWriteResult } from '../store.ts';
+import { SQLITE_BUSY, type SqliteDb, sqliteCode } from './db.ts';
+import * as files from './files.ts';
+import * as messages from './messages.ts';
+import { sqliteMigrations } from './migrations.ts';
+import * as sessions from './sessions.ts';
+import * as tenants from './tenants.ts';
+import * as users from './users.ts';
+import * as webhooks from './webhooks.ts';
 
 /**
  * Switching a new file to WAL needs the write lock while holding a read lock, which SQLite refuses at
