@@ -557,12 +557,3 @@ export interface Store {
   /** Deletes delivered and failed deliveries created before `before`; returns how many. */
   deleteOldWebhookDeliveries(before: string): Promise<number>;
 }
-
-/** Cuts a `limit + 1` row fetch down to a page. */
-export function toPage<T>(rows: T[], page: PageRequest): Page<T> {
-  const more = rows.length > page.limit;
-  return {
-    items: more ? rows.slice(0, page.limit) : rows,
-    next_offset: more ? page.offset + page.limit : null,
-  };
-}

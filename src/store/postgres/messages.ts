@@ -2,9 +2,8 @@
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // postgres/sessions.ts).
 import type { MessagePart } from '../composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toToolCall } from '../rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
 import { postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
-import { toPage } from '../store.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 

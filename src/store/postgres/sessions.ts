@@ -3,7 +3,8 @@
 // rollback leaves everything unchanged.
 import { SHARD_COUNT } from '../../shards.ts';
 import type { SessionPart } from '../composed-store.ts';
-import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from '../rows.ts';
+import { appendedMessages, sessionRow } from '../new-rows.ts';
+import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
   insert,
   listSessions,
@@ -15,7 +16,7 @@ import {
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from '../store.ts';
+import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
 import type { Db, Queryable } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 

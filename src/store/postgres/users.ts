@@ -3,9 +3,9 @@
 import pg from 'pg';
 import { AppError } from '../../errors.ts';
 import type { UserPart } from '../composed-store.ts';
-import { now, toUser, userRow } from '../rows.ts';
+import { userRow } from '../new-rows.ts';
+import { now, toPage, toUser } from '../rows.ts';
 import { insert, listUsers, postgresDialect, updateUser } from '../sql.ts';
-import { toPage } from '../store.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 

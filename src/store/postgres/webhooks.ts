@@ -2,9 +2,9 @@
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
 import type { WebhookPart } from '../composed-store.ts';
-import { now } from '../rows.ts';
+import { now, toPage } from '../rows.ts';
 import { insert, postgresDialect, type Statement } from '../sql.ts';
-import { toPage, type WebhookEvent } from '../store.ts';
+import type { WebhookEvent } from '../store.ts';
 import {
   deliveryRow,
   toDueWebhookDelivery,

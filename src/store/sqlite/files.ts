@@ -2,9 +2,9 @@
 // transaction, which also checks the upload quotas (file-quota.ts) when given.
 import type { FilePart } from '../composed-store.ts';
 import { quotaError } from '../file-quota.ts';
-import { fileRow, now, storedFile, toFile } from '../rows.ts';
+import { fileRow, storedFile } from '../new-rows.ts';
+import { now, toFile, toPage } from '../rows.ts';
 import { fileUsage, insert, listFiles, sqliteDialect } from '../sql.ts';
-import { toPage } from '../store.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 
 /** The files of SqliteStore, on its connection. */

@@ -2,9 +2,8 @@
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // sqlite/sessions.ts).
 import type { MessagePart } from '../composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toToolCall } from '../rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
 import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
-import { toPage } from '../store.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 

@@ -2,7 +2,8 @@
 // applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
 import type { SessionPart } from '../composed-store.ts';
-import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from '../rows.ts';
+import { appendedMessages, sessionRow } from '../new-rows.ts';
+import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
   insert,
   listSessions,
@@ -13,7 +14,7 @@ import {
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from '../store.ts';
+import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 

@@ -2,9 +2,9 @@
 // index), deletes soft (they free the reference).
 import { AppError } from '../../errors.ts';
 import type { UserPart } from '../composed-store.ts';
-import { now, toUser, userRow } from '../rows.ts';
+import { userRow } from '../new-rows.ts';
+import { now, toPage, toUser } from '../rows.ts';
 import { insert, listUsers, sqliteDialect, updateUser } from '../sql.ts';
-import { toPage } from '../store.ts';
 import { all, get, run, SQLITE_CONSTRAINT_UNIQUE, type SqliteDb, sqliteCode } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
