@@ -2,7 +2,7 @@
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
 import { SHARD_COUNT } from '../../shards.ts';
-import type { SessionPart } from '../composed-store.ts';
+import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
@@ -32,8 +32,8 @@ async function checkFence(c: Queryable, fence: Fence): Promise<void> {
 const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 
 /** The sessions of PostgresStore, on its connection. */
-export function part(db: Db): SessionPart {
-  const sessions: SessionPart = {
+export function part(db: Db): StoreParts['sessions'] {
+  const sessions: StoreParts['sessions'] = {
     async claimShards(owner, shards) {
       for (const shard of shards) {
         if (!Number.isInteger(shard) || shard < 0 || shard >= SHARD_COUNT) {

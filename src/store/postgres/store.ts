@@ -1,13 +1,13 @@
-// The distributed Store: PostgreSQL through a pg.Pool, for several processes sharing one database.
+// The distributed Store: PostgreSQL through a pg.Pool (db.ts), for several processes sharing one database.
 // Same semantics and records as SqliteStore; every write is one transaction, session writes fenced. This
-// module holds the pool, its transactions and the migrations' lock; the resources are in
-// postgres/tenants.ts, postgres/users.ts, postgres/files.ts, postgres/sessions.ts, postgres/messages.ts and
-// postgres/webhooks.ts.
-import pg from 'pg';
-import { ComposedStore, partsOn } from '../composed-store.ts';
+// module holds the migrations' runner (under an advisory lock) and the session commit; the resources are in
+// the modules beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts), composed
+// by ComposedStore.
+import type pg from 'pg';
+import { ComposedStore } from '../composed-store.ts';
 import { now } from '../rows.ts';
-import type { Migration, SessionWrite, SessionWriteResult } from '../store.ts';
-import type { Db, Queryable } from './db.ts';
+import type { Migration, SessionWrite, SessionWriteResult, Store } from '../store.ts';
+import { type Db, openPool } from './db.ts';
 import * as files from './files.ts';
 import * as messages from './messages.ts';
 import { postgresMigrations } from './migrations.ts';
@@ -19,45 +19,22 @@ import * as webhooks from './webhooks.ts';
 /** The advisory lock under which migrations run, so that processes starting together apply each once. */
 const MIGRATION_LOCK = 0x7061726c; // 'parl'
 
-export class PostgresStore extends ComposedStore {
+export class PostgresStore extends ComposedStore<Db> implements Store {
   readonly #pool: pg.Pool;
+  readonly #db: Db;
   readonly #migrations: readonly Migration[];
   #closed = false;
 
-  /** What the resource modules use: reads on the pool and #tx. */
-  readonly #db: Db = {
-    rows: async (sql, params = []) => (await this.#pool.query(sql, params)).rows,
-    tx: (fn) => this.#tx(fn),
-  };
-
-  protected readonly parts = partsOn(this.#db, { tenants, users, files, sessions, messages, webhooks });
-
   constructor(connectionString: string, migrations: readonly Migration[] = postgresMigrations) {
-    super();
-    this.#pool = new pg.Pool({ connectionString });
-    // An idle connection that breaks (server restart) must not crash the process: the next query reports it.
-    this.#pool.on('error', () => {});
+    const { pool, db } = openPool(connectionString);
+    super(db, { tenants, users, files, sessions, messages, webhooks });
+    this.#pool = pool;
+    this.#db = db;
     this.#migrations = migrations;
   }
 
-  /** Runs `fn` in one transaction on one connection; rolls back when it throws. */
-  async #tx<T>(fn: (c: Queryable) => Promise<T>): Promise<T> {
-    const client = await this.#pool.connect();
-    try {
-      await client.query('BEGIN');
-      const result = await fn(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
-  }
-
   async migrate(): Promise<number> {
-    return this.#tx(async (c) => {
+    return this.#db.tx(async (c) => {
       // Held until commit: a second process waits here, then finds every migration applied.
       await c.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
       await c.query(
@@ -92,6 +69,6 @@ export class PostgresStore extends ComposedStore {
 
   /** One transaction per write (no group commit): a stale write fails alone and changes nothing. */
   commitSession(write: SessionWrite): Promise<SessionWriteResult> {
-    return this.#tx((c) => sessions.applySessionWrite(c, write));
+    return this.#db.tx((c) => sessions.applySessionWrite(c, write));
   }
 }

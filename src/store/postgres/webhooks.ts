@@ -1,10 +1,10 @@
 // Webhooks of PostgresStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import type { WebhookPart } from '../composed-store.ts';
+
 import { now, toPage } from '../rows.ts';
 import { insert, postgresDialect, type Statement } from '../sql.ts';
-import type { WebhookEvent } from '../store.ts';
+import type { WebhookEvent, WebhookStore } from '../store.ts';
 import {
   deliveryRow,
   toDueWebhookDelivery,
@@ -76,7 +76,7 @@ export async function queueWebhookEvents(
 }
 
 /** The webhooks of PostgresStore, on its connection. */
-export function part(db: Db): WebhookPart {
+export function part(db: Db): WebhookStore {
   return {
     async createWebhook(tenantId, webhook) {
       const row = webhookRow(tenantId, webhook, now());

@@ -1,7 +1,7 @@
 // Sessions of SqliteStore: shard claims, fenced inserts, reads, and the one session write that every commit
 // applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
-import type { SessionPart } from '../composed-store.ts';
+import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
@@ -19,14 +19,14 @@ import { all, get, run, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
 /** The sessions of SqliteStore, on its connection. */
-export function part(db: SqliteDb): SessionPart {
+export function part(db: SqliteDb): StoreParts['sessions'] {
   /** Throws StaleEpochError unless the shard's epoch is still the writer's; call inside db.write. */
   function checkFence(fence: Fence): void {
     const row = db.q('SELECT epoch FROM shard_owner WHERE shard = ?').get(fence.shard);
     if (row?.epoch !== fence.epoch) throw new StaleEpochError(fence.shard);
   }
 
-  const sessions: SessionPart = {
+  const sessions: StoreParts['sessions'] = {
     async claimShards(owner, shards) {
       const at = now();
       return db.write(() => {

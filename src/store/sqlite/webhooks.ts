@@ -1,10 +1,10 @@
 // Webhooks of SqliteStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import type { WebhookPart } from '../composed-store.ts';
+
 import { now, toPage } from '../rows.ts';
 import { insert, sqliteDialect } from '../sql.ts';
-import type { WebhookEvent } from '../store.ts';
+import type { WebhookEvent, WebhookStore } from '../store.ts';
 import {
   deliveryRow,
   toDueWebhookDelivery,
@@ -51,7 +51,7 @@ const anyWebhooks = (db: SqliteDb): boolean =>
   db.oncePerTransaction('any webhooks', () => db.q('SELECT 1 FROM webhooks LIMIT 1').get() !== undefined);
 
 /** The webhooks of SqliteStore, on its connection. */
-export function part(db: SqliteDb): WebhookPart {
+export function part(db: SqliteDb): WebhookStore {
   return {
     async createWebhook(tenantId, webhook) {
       const row = webhookRow(tenantId, webhook, now());
