@@ -2,7 +2,6 @@
 // store.ts (new-rows.ts has the rows records are written as). Both schemas keep instants and JSON as text,
 // so node:sqlite and pg hand back the same values; the one difference, PostgreSQL's BIGINT arriving as a
 // string, is handled where it occurs (toFile).
-
 import { SESSION_STATUSES } from '../machines/session-status.ts';
 import type {
   ApiKeyRecord,

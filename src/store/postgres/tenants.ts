@@ -1,6 +1,5 @@
 // Tenants and API keys of PostgresStore. Keys are found by the SHA-256 of the key; revoking one keeps it
 // listed with the time of its revocation.
-
 import { apiKeyRow } from '../new-rows.ts';
 import { now, toApiKey, toTenant } from '../rows.ts';
 import { insert, postgresDialect } from '../sql.ts';

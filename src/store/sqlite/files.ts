@@ -1,6 +1,5 @@
 // Files of SqliteStore: the record and its bytes (a BLOB in file_blobs) written and removed in one
 // transaction, which also checks the upload quotas (file-quota.ts) when given.
-
 import { quotaError } from '../file-quota.ts';
 import { fileRow, storedFile } from '../new-rows.ts';
 import { now, toFile, toPage } from '../rows.ts';

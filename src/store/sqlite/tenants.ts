@@ -1,6 +1,5 @@
 // Tenants and API keys of SqliteStore. Keys are found by the SHA-256 of the key; revoking one keeps it
 // listed with the time of its revocation.
-
 import { apiKeyRow } from '../new-rows.ts';
 import { now, toApiKey, toTenant } from '../rows.ts';
 import { insert, sqliteDialect } from '../sql.ts';
