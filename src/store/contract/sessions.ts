@@ -1,6 +1,6 @@
 // The Store's sessions: shard claims, the session rows, and the one fenced write (SessionWrite) that
 // commits a step of a session (its messages, Idempotency-Key records, tool calls and webhook events).
-import type { SessionStatus } from '../../machines/session.ts';
+import type { SessionStatus } from '../../machines/session-status.ts';
 import type { JsonObject, Page, PageRequest } from './common.ts';
 import type { MessageRecord, NewMessage } from './messages.ts';
 import type { NewToolCall, ToolCallResult } from './tool-calls.ts';
