@@ -22,11 +22,11 @@ export interface StoreParts {
 }
 
 /** The modules of a driver's parts, each exporting `part`, built on the driver's handle. */
-export type PartModules<Handle> = { [K in keyof StoreParts]: { part(handle: Handle): StoreParts[K] } };
+type PartModules<Handle> = { [K in keyof StoreParts]: { part(handle: Handle): StoreParts[K] } };
 
 /** The methods of all the parts together: the intersection of StoreParts' member types. */
 type AllOf<U> = (U extends unknown ? (part: U) => void : never) extends (all: infer I) => void ? I : never;
-export type PartMethods = AllOf<StoreParts[keyof StoreParts]>;
+type PartMethods = AllOf<StoreParts[keyof StoreParts]>;
 
 /**
  * The base class of a driver's store, built on the driver's handle and its part modules: an instance
