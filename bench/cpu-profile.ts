@@ -72,7 +72,7 @@ const PARLEY_SRC: ReadonlyArray<[RegExp, Category]> = [
   [/^src\//, 'Parley src (other)'],
 ];
 
-/** A url as a path relative to the project root where it is a file in it (`src/store/sqlite.ts`). */
+/** A url as a path relative to the project root where it is a file in it (`src/store/sqlite/store.ts`). */
 export function shortUrl(url: string): string {
   if (!url.startsWith('file://')) return url;
   const path = relative(projectRoot, fileURLToPath(url));
@@ -120,7 +120,7 @@ const sourceLines = new Map<string, string[] | null>();
  * methods (unlike most of Node's natives): their time is the calling function's self time, on that line.
  */
 function sqliteCallAt(url: string, line: number): string | null {
-  if (!url.startsWith('file://') || !/^src\/store\/sqlite[\w-]*\.ts$/.test(shortUrl(url))) return null;
+  if (!url.startsWith('file://') || !/^src\/store\/sqlite\/[\w-]+\.ts$/.test(shortUrl(url))) return null;
   let lines = sourceLines.get(url);
   if (lines === undefined) {
     try {

@@ -136,7 +136,7 @@ try {
       'blocked in fsync and time the thread was runnable but descheduled (the load generator shares the ' +
       "machine's CPUs), which is why it can exceed the /proc CPU figure.",
     "- Self time: the function on top of the stack when sampled. V8 shows no frame for node:sqlite's methods: " +
-      "their time is the calling function's, so on the lines of src/store/sqlite*.ts that call one " +
+      "their time is the calling function's, so on the lines of src/store/sqlite/*.ts that call one " +
       "(`exec`: BEGIN IMMEDIATE, COMMIT and its fsync under `synchronous = FULL`, savepoints; the statements' " +
       "`run`/`get`/`all`/`prepare`) that line's share of the function's samples is counted as SQLite's. Other " +
       "natives count in their caller's category. `(program)` is native time V8 cannot attribute to a script " +

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { PostgresStore } from '../src/store/postgres.ts';
+import { PostgresStore } from '../src/store/postgres/store.ts';
 import { projectRoot } from '../support/processes.ts';
 import { makeTempDir } from './helpers/app.ts';
 import { createTestDatabase } from './helpers/postgres.ts';

@@ -3,10 +3,10 @@
 import type { Catalogue } from '../agents/catalogue.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
-import { SHARD_COUNT, shardOf } from '../cluster/shard.ts';
 import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { initialPersistedSnapshot, type SessionStatus } from '../machines/session.ts';
+import { SHARD_COUNT, shardOf } from '../shards.ts';
 import {
   type ContentBlock,
   type JsonObject,

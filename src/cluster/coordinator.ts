@@ -1,9 +1,10 @@
 // Shard ownership as the rest of the process sees it: which shards this process serves, the fencing epoch
 // to carry on every write, and where a request for another shard goes. On one node (no REDIS_URL) the
 // process claims all 1,024 shards at start; with Redis, RedisCoordinator (redis-coordinator.ts) does.
+
+import { SHARD_COUNT } from '../shards.ts';
 import type { Fence, Store } from '../store/store.ts';
 import type { ClusterMetrics } from './cluster-metrics.ts';
-import { SHARD_COUNT } from './shard.ts';
 
 /** Where a request for a shard goes now. */
 export type Route =

@@ -9,9 +9,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent } from 'undici';
 import { AppError, shardMoving } from '../errors.ts';
+import { SHARD_COUNT, shardOf } from '../shards.ts';
 import type { ClusterMetrics } from './cluster-metrics.ts';
 import type { Coordinator, Route } from './coordinator.ts';
-import { SHARD_COUNT, shardOf } from './shard.ts';
 
 export const HOP_HEADER = 'x-parley-hop';
 export const NODE_HEADER = 'x-parley-node';

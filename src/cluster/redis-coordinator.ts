@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { customAlphabet } from 'nanoid';
+import { SHARD_COUNT } from '../shards.ts';
 import type { Fence, Store } from '../store/store.ts';
 import type { ClusterMetrics } from './cluster-metrics.ts';
 import type { Coordinator, Route, ShardHandler } from './coordinator.ts';
@@ -22,7 +23,6 @@ import {
   takeFree,
 } from './redis-leases.ts';
 import { desiredOwner } from './rendezvous.ts';
-import { SHARD_COUNT } from './shard.ts';
 
 /**
  * Most shards one process hands over in one round, so that moves stay gradual while turns finish. Free

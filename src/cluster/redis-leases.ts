@@ -2,7 +2,7 @@
 // (its URL, with a TTL), a lease key per shard (`<node>|<epoch>`, with a TTL), the Lua scripts that renew,
 // swap and release leases atomically, and the view of owners and members that a round reads.
 import type { Redis } from 'ioredis';
-import { SHARD_COUNT } from './shard.ts';
+import { SHARD_COUNT } from '../shards.ts';
 
 const PREFIX = 'parley:';
 /** Processes publish their node id here when the cluster changed, so that peers run a round at once. */

@@ -1,7 +1,7 @@
 // Rendezvous (highest-random-weight) hashing: the desired owner of a shard is the live member with the
 // highest score for it. Every process computes the same answer from the same member list, and a member
 // joining or leaving moves only the shards it wins or held, about 1/N of them.
-import { SHARD_COUNT } from './shard.ts';
+import { SHARD_COUNT } from '../shards.ts';
 
 /** A well-mixed 32-bit score of (member, shard): FNV-1a of the member id, then a murmur3 finaliser. */
 function score(member: string, shard: number): number {

@@ -6,9 +6,9 @@ import type { Store } from './store.ts';
 
 export async function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Store> {
   if (config.databaseUrl) {
-    const { PostgresStore } = await import('./postgres.ts');
+    const { PostgresStore } = await import('./postgres/store.ts');
     return new PostgresStore(config.databaseUrl);
   }
-  const { SqliteStore } = await import('./sqlite.ts');
+  const { SqliteStore } = await import('./sqlite/store.ts');
   return new SqliteStore(join(config.dataDir, 'parley.db'));
 }

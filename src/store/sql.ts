@@ -1,14 +1,8 @@
 // The SQL both stores share: every statement built from filters, a patch or a table's columns is written
 // once here, for either dialect; fixed one-line lookups stay in each store's modules, in its own dialect.
 // Where the dialects differ inside a shared statement, the two Dialect objects below say how.
-import {
-  feedbackRow,
-  idempotencyRow,
-  type SqlValue,
-  sessionColumns,
-  toolCallRow,
-  userChanges,
-} from './rows.ts';
+import { feedbackRow, idempotencyRow, toolCallRow, userChanges } from './new-rows.ts';
+import { type SqlValue, sessionColumns } from './rows.ts';
 import type {
   Feedback,
   FileFilter,

@@ -26,7 +26,7 @@ export function subscribedWebhooks(d: Dialect, event: WebhookEvent, lock: boolea
 
 /**
  * The latest pending delivery of an endpoint and key, if any: a new one queues behind it (blocked) or, with
- * none, is due at once. `lock` (PostgreSQL) locks it until commit; see postgres-webhooks.ts for why.
+ * none, is due at once. `lock` (PostgreSQL) locks it until commit; see postgres/webhooks.ts for why.
  */
 export function latestPendingDelivery(
   d: Dialect,

@@ -1,7 +1,8 @@
 // The events Parley reports to webhooks (DESIGN §15), each built where the change it reports is committed and
 // queued in that change's transaction. The payload is written once, when queued, as every attempt sends it.
-import { shardOf } from '../cluster/shard.ts';
+
 import { newId } from '../ids.ts';
+import { shardOf } from '../shards.ts';
 import type {
   Feedback,
   SessionRecord,

@@ -9,7 +9,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Agent, request } from 'undici';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import { StaleEpochError } from '../../src/store/store.ts';
 import { killLeftoverChildren, type ServiceProcess, startService, tempDir } from '../helpers/process.ts';
 

@@ -3,7 +3,7 @@
 // fencing once another process owns a shard, and the runtime metrics.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SHARD_COUNT, shardOf } from '../../src/cluster/shard.ts';
+import { SHARD_COUNT, shardOf } from '../../src/shards.ts';
 import type { TestApp } from '../helpers/app.ts';
 import {
   allMessages,

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ApiKeyCache } from '../../src/auth/api-key-cache.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../src/auth/api-keys.ts';
 import { newId } from '../../src/ids.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { ApiKeyRecord } from '../../src/store/store.ts';
 
 describe('the cache of authenticated API keys', () => {

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { ensureBootstrapKey, generateApiKey } from '../../src/auth/api-keys.ts';
-import { PostgresStore } from '../../src/store/postgres.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { PostgresStore } from '../../src/store/postgres/store.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { createTestDatabase } from '../helpers/postgres.ts';
 

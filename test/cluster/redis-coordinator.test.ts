@@ -8,8 +8,8 @@ import { Registry } from 'prom-client';
 import { createClusterMetrics } from '../../src/cluster/cluster-metrics.ts';
 import type { ShardHandler } from '../../src/cluster/coordinator.ts';
 import { RedisCoordinator } from '../../src/cluster/redis-coordinator.ts';
-import { SHARD_COUNT } from '../../src/cluster/shard.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { SHARD_COUNT } from '../../src/shards.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import { tempDir } from '../helpers/process.ts';
 import { type RedisServer, startRedis } from '../helpers/redis.ts';
 

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { desiredOwner, desiredShards } from '../../src/cluster/rendezvous.ts';
-import { SHARD_COUNT } from '../../src/cluster/shard.ts';
+import { SHARD_COUNT } from '../../src/shards.ts';
 
 const members = ['vm-101-aaaa', 'vm-102-bbbb', 'vm-103-cccc'];
 const owners = (list: string[]) => Array.from({ length: SHARD_COUNT }, (_, s) => desiredOwner(list, s));

@@ -9,7 +9,7 @@ import { buildApp } from '../../src/app.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../src/auth/api-keys.ts';
 import { loadConfig } from '../../src/config.ts';
 import { newId } from '../../src/ids.ts';
-import { SqliteStore } from '../../src/store/sqlite.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Store } from '../../src/store/store.ts';
 
 export interface TestApp {

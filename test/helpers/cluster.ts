@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
-import { SHARD_COUNT, shardOf } from '../../src/cluster/shard.ts';
+import { SHARD_COUNT, shardOf } from '../../src/shards.ts';
 import { freePort } from '../../support/free-port.ts';
 import { createTestDatabase } from './postgres.ts';
 import { type ServiceProcess, startService, tempDir } from './process.ts';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { apiKeyPrefix, hashApiKey } from '../../../src/auth/api-keys.ts';
-import { SqliteStore } from '../../../src/store/sqlite.ts';
+import { SqliteStore } from '../../../src/store/sqlite/store.ts';
 import { apiKeyIdOf, type TestApp, useTestApp } from '../../helpers/app.ts';
 import { runCli } from '../../helpers/process.ts';
 

@@ -11,7 +11,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import { buildApp } from '../../../src/app.ts';
 import { loadConfig } from '../../../src/config.ts';
-import { SqliteStore } from '../../../src/store/sqlite.ts';
+import { SqliteStore } from '../../../src/store/sqlite/store.ts';
 import { apiKeyIdOf, buildTestApp, type TestApp } from '../../helpers/app.ts';
 import {
   openConversation,

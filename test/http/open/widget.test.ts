@@ -18,7 +18,7 @@ import {
 } from '../../../src/http/open/demo.ts';
 import { WIDGET_RETRY_MS, widgetRoutes } from '../../../src/http/open/widget.ts';
 import { registerErrorHandling } from '../../../src/http/server/error-handler.ts';
-import { SqliteStore } from '../../../src/store/sqlite.ts';
+import { SqliteStore } from '../../../src/store/sqlite/store.ts';
 import { makeTempDir, useTestApp } from '../../helpers/app.ts';
 import { publicClient, startConversation } from '../../helpers/conversations.ts';
 import { killLeftoverChildren, startService, tempDir } from '../../helpers/process.ts';

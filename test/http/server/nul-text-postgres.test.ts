@@ -8,7 +8,7 @@ import { buildApp } from '../../../src/app.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../../src/auth/api-keys.ts';
 import { loadConfig } from '../../../src/config.ts';
 import { newId } from '../../../src/ids.ts';
-import { PostgresStore } from '../../../src/store/postgres.ts';
+import { PostgresStore } from '../../../src/store/postgres/store.ts';
 import { makeTempDir } from '../../helpers/app.ts';
 import { createTestDatabase } from '../../helpers/postgres.ts';
 

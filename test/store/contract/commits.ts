@@ -1,8 +1,8 @@
 // Store contract: commitSession: appended messages, patches, fencing, and writes that change nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { shardOf } from '../../../src/cluster/shard.ts';
 import { newId } from '../../../src/ids.ts';
+import { shardOf } from '../../../src/shards.ts';
 import type { ContentBlock, MessageRecord, SessionRecord } from '../../../src/store/store.ts';
 import { isoInstant, type SessionFixture } from './support.ts';
 

@@ -1,8 +1,8 @@
 // Store contract: shard claims, creating and reading sessions, listing them, expiry, and reading messages.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SHARD_COUNT, shardOf } from '../../../src/cluster/shard.ts';
 import { newId } from '../../../src/ids.ts';
+import { SHARD_COUNT, shardOf } from '../../../src/shards.ts';
 import type { SessionFilter, SessionRecord } from '../../../src/store/store.ts';
 import { isoInstant, type SessionFixture, unique } from './support.ts';
 

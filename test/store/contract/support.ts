@@ -3,9 +3,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach } from 'node:test';
-import { shardOf } from '../../../src/cluster/shard.ts';
 import { AppError } from '../../../src/errors.ts';
 import { newId } from '../../../src/ids.ts';
+import { shardOf } from '../../../src/shards.ts';
 import type {
   Fence,
   MessageRecord,

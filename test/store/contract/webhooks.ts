@@ -3,8 +3,8 @@
 // queued behind the one before it), claimed and recorded only as read.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { shardOf } from '../../../src/cluster/shard.ts';
 import { newId } from '../../../src/ids.ts';
+import { shardOf } from '../../../src/shards.ts';
 import type {
   Feedback,
   Webhook,

@@ -1,15 +1,14 @@
 // What PostgresStore keeps of a session's conversation besides the session row: messages (in `seq` order),
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
-// postgres-sessions.ts).
-import type { MessagePart } from './composed-store.ts';
-import type { Db } from './postgres-db.ts';
-import { queueWebhookEvents } from './postgres-webhooks.ts';
-import { now, toFeedback, toIdempotency, toMessage, toToolCall } from './rows.ts';
-import { postgresDialect, recentMessages, upsertFeedback } from './sql.ts';
-import { toPage } from './store.ts';
+// postgres/sessions.ts).
+import type { StoreParts } from '../composed-store.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
+import { postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
+import type { Db } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /** The messages, feedback and Idempotency-Key records of PostgresStore, on its connection. */
-export function part(db: Db): MessagePart {
+export function part(db: Db): StoreParts['messages'] {
   return {
     async getMessage(tenantId, sessionId, messageId) {
       const [row] = await db.rows(

@@ -1,13 +1,13 @@
 // Users of PostgresStore: live users by tenant, references unique among the live ones (a partial unique
 // index), deletes soft (they free the reference); email matched ignoring ASCII case as SQLite's NOCASE does.
 import pg from 'pg';
-import { AppError } from '../errors.ts';
-import type { UserPart } from './composed-store.ts';
-import type { Db } from './postgres-db.ts';
-import { queueWebhookEvents } from './postgres-webhooks.ts';
-import { now, toUser, userRow } from './rows.ts';
-import { insert, listUsers, postgresDialect, updateUser } from './sql.ts';
-import { toPage } from './store.ts';
+import { AppError } from '../../errors.ts';
+import { userRow } from '../new-rows.ts';
+import { now, toPage, toUser } from '../rows.ts';
+import { insert, listUsers, postgresDialect, updateUser } from '../sql.ts';
+import type { UserStore } from '../store.ts';
+import type { Db } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /** The error to throw for `err`: a taken reference becomes the API's conflict, anything else stays. */
 function referenceConflict(err: unknown, reference: string | null | undefined): unknown {
@@ -17,7 +17,7 @@ function referenceConflict(err: unknown, reference: string | null | undefined): 
 }
 
 /** The users of PostgresStore, on its connection. */
-export function part(db: Db): UserPart {
+export function part(db: Db): UserStore {
   return {
     async createUser(tenantId, id, fields) {
       const row = userRow(tenantId, id, fields, now());

@@ -1,8 +1,8 @@
-// Versioned PostgreSQL schema: the tables and indexes of sqlite-migrations.ts in PostgreSQL types.
+// Versioned PostgreSQL schema: the tables and indexes of sqlite/migrations.ts in PostgreSQL types.
 // Instants stay ISO 8601 UTC text with milliseconds (COLLATE "C", so they sort as text, as in SQLite);
 // JSON stays text, so values round-trip byte for byte; `row_order` stands in for SQLite's rowid.
-import { SHARD_COUNT } from '../cluster/shard.ts';
-import type { Migration } from './store.ts';
+import { SHARD_COUNT } from '../../shards.ts';
+import type { Migration } from '../store.ts';
 
 export const postgresMigrations: readonly Migration[] = [
   {
@@ -54,7 +54,7 @@ export const postgresMigrations: readonly Migration[] = [
         owner TEXT,
         updated_at TEXT COLLATE "C" NOT NULL
       );
-      -- One row per shard of src/cluster/shard.ts; a database keeps the rows it was created with.
+      -- One row per shard of src/shards.ts; a database keeps the rows it was created with.
       INSERT INTO shard_owner (shard, epoch, owner, updated_at)
         SELECT i, 0, NULL, to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
           FROM generate_series(0, ${SHARD_COUNT - 1}) AS i;

@@ -11,10 +11,10 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { SqliteStore } from '../../src/store/sqlite.ts';
-import { sqliteMigrations } from '../../src/store/sqlite-migrations.ts';
-import type { Migration } from '../../src/store/store.ts';
-import { storeContract } from './contract/index.ts';
+import { sqliteMigrations } from '../../../src/store/sqlite/migrations.ts';
+import { SqliteStore } from '../../../src/store/sqlite/store.ts';
+import type { Migration } from '../../../src/store/store.ts';
+import { storeContract } from '../contract/index.ts';
 
 storeContract('SqliteStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'parley-store-'));
@@ -263,7 +263,7 @@ db.close();
 const isVersion = (r: unknown) =>
   typeof r === 'object' && r !== null && 'version' in r && r.version === latestVersion;
 
-const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
+const projectRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const lockstepScript = fileURLToPath(new URL('./fixtures/migrate-in-lockstep.ts', import.meta.url));
 
 /** Starts the lockstep child; `next` resolves with its next stdout line and fails if it exits first. */

@@ -1,12 +1,12 @@
 // Users of SqliteStore: live users by tenant, references unique among the live ones (a partial unique
 // index), deletes soft (they free the reference).
-import { AppError } from '../errors.ts';
-import type { UserPart } from './composed-store.ts';
-import { now, toUser, userRow } from './rows.ts';
-import { insert, listUsers, sqliteDialect, updateUser } from './sql.ts';
-import { all, get, run, SQLITE_CONSTRAINT_UNIQUE, type SqliteDb, sqliteCode } from './sqlite-db.ts';
-import { queueWebhookEvents } from './sqlite-webhooks.ts';
-import { toPage } from './store.ts';
+import { AppError } from '../../errors.ts';
+import { userRow } from '../new-rows.ts';
+import { now, toPage, toUser } from '../rows.ts';
+import { insert, listUsers, sqliteDialect, updateUser } from '../sql.ts';
+import type { UserStore } from '../store.ts';
+import { all, get, run, SQLITE_CONSTRAINT_UNIQUE, type SqliteDb, sqliteCode } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /** The error to throw for `err`: a taken reference becomes the API's conflict, anything else stays. */
 function referenceConflict(err: unknown, reference: string | null | undefined): unknown {
@@ -16,7 +16,7 @@ function referenceConflict(err: unknown, reference: string | null | undefined): 
 }
 
 /** The users of SqliteStore, on its connection. */
-export function part(db: SqliteDb): UserPart {
+export function part(db: SqliteDb): UserStore {
   return {
     async createUser(tenantId, id, fields) {
       const row = userRow(tenantId, id, fields, now());

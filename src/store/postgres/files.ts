@@ -1,17 +1,17 @@
 // Files of PostgresStore: the record and its bytes (BYTEA in file_blobs) written and removed in one
 // transaction, which also checks the upload quotas (file-quota.ts) when given.
-import type { FilePart } from './composed-store.ts';
-import { quotaError } from './file-quota.ts';
-import type { Db } from './postgres-db.ts';
-import { fileRow, now, storedFile, toFile } from './rows.ts';
-import { fileUsage, insert, listFiles, postgresDialect } from './sql.ts';
-import { toPage } from './store.ts';
+import { quotaError } from '../file-quota.ts';
+import { fileRow, storedFile } from '../new-rows.ts';
+import { now, toFile, toPage } from '../rows.ts';
+import { fileUsage, insert, listFiles, postgresDialect } from '../sql.ts';
+import type { FileStore } from '../store.ts';
+import type { Db } from './db.ts';
 
 /** The first key of the advisory lock a tenant's quota-checked uploads take (the second is the tenant's hash). */
 const FILE_QUOTA_LOCK = 0x7061_6631;
 
 /** The files of PostgresStore, on its connection. */
-export function part(db: Db): FilePart {
+export function part(db: Db): FileStore {
   return {
     async createFile(tenantId, file, content, quota) {
       const stored = storedFile(file, content.length, now());

@@ -1,4 +1,5 @@
 // Every session belongs to one of 1,024 fixed shards; ownership, leases and fencing epochs are per shard.
+// A leaf module at the top of src/, like ids.ts: the store, the cluster and the webhooks all read it.
 export const SHARD_COUNT = 1024;
 
 /** Stable 32-bit FNV-1a of the id's UTF-16 code units, mod the shard count: the same on every process and release. */

@@ -3,10 +3,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
-import { PostgresStore } from '../../src/store/postgres.ts';
-import { postgresMigrations } from '../../src/store/postgres-migrations.ts';
-import { createTestDatabase, type TestDatabase } from '../helpers/postgres.ts';
-import { storeContract } from './contract/index.ts';
+import { postgresMigrations } from '../../../src/store/postgres/migrations.ts';
+import { PostgresStore } from '../../../src/store/postgres/store.ts';
+import { createTestDatabase, type TestDatabase } from '../../helpers/postgres.ts';
+import { storeContract } from '../contract/index.ts';
 
 const created = await createTestDatabase();
 const latestVersion = Math.max(...postgresMigrations.map((m) => m.version));

@@ -1,28 +1,12 @@
 // Webhooks of PostgresStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import type { WebhookPart } from './composed-store.ts';
-import type { Db, Queryable } from './postgres-db.ts';
-import { now } from './rows.ts';
-import { insert, postgresDialect, type Statement } from './sql.ts';
-import { toPage, type WebhookEvent } from './store.ts';
-import {
-  deliveryRow,
-  toDueWebhookDelivery,
-  toWebhook,
-  toWebhookDelivery,
-  webhookRow,
-} from './webhook-rows.ts';
-import {
-  claimWebhookDelivery,
-  deleteOldWebhookDeliveries,
-  dueWebhookDeliveries,
-  latestPendingDelivery,
-  listWebhookDeliveries,
-  recordWebhookAttempt,
-  subscribedWebhooks,
-  unblockNextDelivery,
-} from './webhook-sql.ts';
+import { now, toPage } from '../rows.ts';
+import { insert, postgresDialect, type Statement } from '../sql.ts';
+import type { WebhookEvent, WebhookStore } from '../store.ts';
+import * as webhookRows from '../webhook-rows.ts';
+import * as webhookSql from '../webhook-sql.ts';
+import type { Db, Queryable } from './db.ts';
 
 const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 
@@ -54,7 +38,7 @@ export async function queueWebhookEvents(
 ): Promise<number> {
   const targets: { event: WebhookEvent; webhookId: string }[] = [];
   for (const event of events ?? []) {
-    const { rows } = await execute(c, subscribedWebhooks(postgresDialect, event, true));
+    const { rows } = await execute(c, webhookSql.subscribedWebhooks(postgresDialect, event, true));
     for (const endpoint of rows) targets.push({ event, webhookId: String(endpoint.id) });
   }
   if (targets.length === 0) return 0;
@@ -67,21 +51,24 @@ export async function queueWebhookEvents(
   for (const { event, webhookId } of targets) {
     const latest = await execute(
       c,
-      latestPendingDelivery(postgresDialect, webhookId, event.ordering_key, true),
+      webhookSql.latestPendingDelivery(postgresDialect, webhookId, event.ordering_key, true),
     );
     const blocked = latest.rows.length > 0;
-    await execute(c, insert(postgresDialect, 'webhook_deliveries', deliveryRow(event, webhookId, blocked)));
+    await execute(
+      c,
+      insert(postgresDialect, 'webhook_deliveries', webhookRows.deliveryRow(event, webhookId, blocked)),
+    );
   }
   return targets.length;
 }
 
 /** The webhooks of PostgresStore, on its connection. */
-export function part(db: Db): WebhookPart {
+export function part(db: Db): WebhookStore {
   return {
     async createWebhook(tenantId, webhook) {
-      const row = webhookRow(tenantId, webhook, now());
+      const row = webhookRows.webhookRow(tenantId, webhook, now());
       await db.tx((c) => execute(c, insert(postgresDialect, 'webhooks', row)));
-      return toWebhook(row);
+      return webhookRows.toWebhook(row);
     },
 
     async listWebhooks(tenantId) {
@@ -89,12 +76,12 @@ export function part(db: Db): WebhookPart {
         'SELECT * FROM webhooks WHERE tenant_id = $1 ORDER BY created_at, row_order',
         [tenantId],
       );
-      return rows.map(toWebhook);
+      return rows.map(webhookRows.toWebhook);
     },
 
     async getWebhook(tenantId, id) {
       const [row] = await db.rows('SELECT * FROM webhooks WHERE tenant_id = $1 AND id = $2', [tenantId, id]);
-      return row ? toWebhook(row) : null;
+      return row ? webhookRows.toWebhook(row) : null;
     },
 
     async deleteWebhook(tenantId, id) {
@@ -111,23 +98,23 @@ export function part(db: Db): WebhookPart {
         webhookId,
       ]);
       if (owned.length === 0) return null;
-      const { sql, values } = listWebhookDeliveries(postgresDialect, webhookId, page);
-      return toPage((await db.rows(sql, values)).map(toWebhookDelivery), page);
+      const { sql, values } = webhookSql.listWebhookDeliveries(postgresDialect, webhookId, page);
+      return toPage((await db.rows(sql, values)).map(webhookRows.toWebhookDelivery), page);
     },
 
     async dueWebhookDeliveries(at, limit, shards) {
-      const { sql, values } = dueWebhookDeliveries(postgresDialect, at, limit, shards);
-      return (await db.rows(sql, values)).map(toDueWebhookDelivery);
+      const { sql, values } = webhookSql.dueWebhookDeliveries(postgresDialect, at, limit, shards);
+      return (await db.rows(sql, values)).map(webhookRows.toDueWebhookDelivery);
     },
 
     async claimWebhookDelivery(claim) {
-      const result = await db.tx((c) => execute(c, claimWebhookDelivery(postgresDialect, claim)));
+      const result = await db.tx((c) => execute(c, webhookSql.claimWebhookDelivery(postgresDialect, claim)));
       return result.rowCount === 1;
     },
 
     async recordWebhookAttempt(attempt) {
       return db.tx(async (c) => {
-        const { rows } = await execute(c, recordWebhookAttempt(postgresDialect, attempt));
+        const { rows } = await execute(c, webhookSql.recordWebhookAttempt(postgresDialect, attempt));
         const recorded = rows[0];
         if (!recorded) return false;
         // A statement of its own, after the status changed: see queueWebhookEvents.
@@ -135,7 +122,12 @@ export function part(db: Db): WebhookPart {
           const { webhook_id, ordering_key } = recorded;
           await execute(
             c,
-            unblockNextDelivery(postgresDialect, String(webhook_id), String(ordering_key), attempt.at),
+            webhookSql.unblockNextDelivery(
+              postgresDialect,
+              String(webhook_id),
+              String(ordering_key),
+              attempt.at,
+            ),
           );
         }
         return true;
@@ -143,7 +135,9 @@ export function part(db: Db): WebhookPart {
     },
 
     async deleteOldWebhookDeliveries(before) {
-      const result = await db.tx((c) => execute(c, deleteOldWebhookDeliveries(postgresDialect, before)));
+      const result = await db.tx((c) =>
+        execute(c, webhookSql.deleteOldWebhookDeliveries(postgresDialect, before)),
+      );
       return result.rowCount ?? 0;
     },
   };

@@ -1,11 +1,10 @@
 // Sessions of PostgresStore: shard claims, fenced inserts, reads, and the one session write every commit
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
-import { SHARD_COUNT } from '../cluster/shard.ts';
-import type { SessionPart } from './composed-store.ts';
-import type { Db, Queryable } from './postgres-db.ts';
-import { queueWebhookEvents } from './postgres-webhooks.ts';
-import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from './rows.ts';
+import { SHARD_COUNT } from '../../shards.ts';
+import type { StoreParts } from '../composed-store.ts';
+import { appendedMessages, sessionRow } from '../new-rows.ts';
+import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
   insert,
   listSessions,
@@ -16,8 +15,10 @@ import {
   sessionsDueForExpiry,
   storeIdempotencyResponse,
   toolCallStatements,
-} from './sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
+} from '../sql.ts';
+import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
+import type { Db, Queryable } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /**
  * Throws StaleEpochError unless the shard's epoch is still the fence's. The row stays share-locked until
@@ -31,8 +32,8 @@ async function checkFence(c: Queryable, fence: Fence): Promise<void> {
 const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 
 /** The sessions of PostgresStore, on its connection. */
-export function part(db: Db): SessionPart {
-  const sessions: SessionPart = {
+export function part(db: Db): StoreParts['sessions'] {
+  const sessions: StoreParts['sessions'] = {
     async claimShards(owner, shards) {
       for (const shard of shards) {
         if (!Number.isInteger(shard) || shard < 0 || shard >= SHARD_COUNT) {

@@ -1,12 +1,13 @@
 // Tenants and API keys of SqliteStore. Keys are found by the SHA-256 of the key; revoking one keeps it
 // listed with the time of its revocation.
-import type { TenantPart } from './composed-store.ts';
-import { apiKeyRow, now, toApiKey, toTenant } from './rows.ts';
-import { insert, sqliteDialect } from './sql.ts';
-import { run, type SqliteDb } from './sqlite-db.ts';
+import { apiKeyRow } from '../new-rows.ts';
+import { now, toApiKey, toTenant } from '../rows.ts';
+import { insert, sqliteDialect } from '../sql.ts';
+import type { TenantStore } from '../store.ts';
+import { run, type SqliteDb } from './db.ts';
 
 /** The tenants and API keys of SqliteStore, on its connection. */
-export function part(db: SqliteDb): TenantPart {
+export function part(db: SqliteDb): TenantStore {
   // The key epoch with the data_version it was read at. data_version moves only when another connection
   // commits, so while it stands the epoch is read from memory: what a request pays is this pragma. This
   // connection's own changes to api_keys do not move it: each must forget the pair (revokeApiKey).

@@ -1,8 +1,8 @@
 // Shard assignment must be stable across processes and releases, and spread sessions evenly.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SHARD_COUNT, shardOf } from '../../src/cluster/shard.ts';
-import { newId } from '../../src/ids.ts';
+import { newId } from '../src/ids.ts';
+import { SHARD_COUNT, shardOf } from '../src/shards.ts';
 
 describe('shardOf', () => {
   it('gives the same shard for the same id, always', () => {

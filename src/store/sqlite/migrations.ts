@@ -1,8 +1,8 @@
 // Versioned SQLite schema. Version 1 already holds every table the service needs (sessions, messages,
 // feedback, idempotency records, shard epochs too), so later work adds behaviour, not a redesign.
 // Timestamps are ISO 8601 UTC strings with milliseconds, which sort as text.
-import { SHARD_COUNT } from '../cluster/shard.ts';
-import type { Migration } from './store.ts';
+import { SHARD_COUNT } from '../../shards.ts';
+import type { Migration } from '../store.ts';
 
 export const sqliteMigrations: readonly Migration[] = [
   {
@@ -51,7 +51,7 @@ export const sqliteMigrations: readonly Migration[] = [
         owner TEXT,
         updated_at TEXT NOT NULL
       );
-      -- One row per shard of src/cluster/shard.ts; a database keeps the rows it was created with.
+      -- One row per shard of src/shards.ts; a database keeps the rows it was created with.
       WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ${SHARD_COUNT - 1})
       INSERT INTO shard_owner (shard, epoch, owner, updated_at)
         SELECT i, 0, NULL, strftime('%Y-%m-%dT%H:%M:%fZ', 'now') FROM n;

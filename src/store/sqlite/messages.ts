@@ -1,15 +1,14 @@
 // What SqliteStore keeps of a session's conversation besides the session row: messages (in `seq` order),
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
-// sqlite-sessions.ts).
-import type { MessagePart } from './composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toToolCall } from './rows.ts';
-import { recentMessages, sqliteDialect, upsertFeedback } from './sql.ts';
-import { all, get, type SqliteDb } from './sqlite-db.ts';
-import { queueWebhookEvents } from './sqlite-webhooks.ts';
-import { toPage } from './store.ts';
+// sqlite/sessions.ts).
+import type { StoreParts } from '../composed-store.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
+import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
+import { all, get, type SqliteDb } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /** The messages, feedback and Idempotency-Key records of SqliteStore, on its connection. */
-export function part(db: SqliteDb): MessagePart {
+export function part(db: SqliteDb): StoreParts['messages'] {
   return {
     async getMessage(tenantId, sessionId, messageId) {
       const row = db

@@ -1,28 +1,12 @@
 // Webhooks of SqliteStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import type { WebhookPart } from './composed-store.ts';
-import { now } from './rows.ts';
-import { insert, sqliteDialect } from './sql.ts';
-import { all, get, run, type SqliteDb } from './sqlite-db.ts';
-import { toPage, type WebhookEvent } from './store.ts';
-import {
-  deliveryRow,
-  toDueWebhookDelivery,
-  toWebhook,
-  toWebhookDelivery,
-  webhookRow,
-} from './webhook-rows.ts';
-import {
-  claimWebhookDelivery,
-  deleteOldWebhookDeliveries,
-  dueWebhookDeliveries,
-  latestPendingDelivery,
-  listWebhookDeliveries,
-  recordWebhookAttempt,
-  subscribedWebhooks,
-  unblockNextDelivery,
-} from './webhook-sql.ts';
+import { now, toPage } from '../rows.ts';
+import { insert, sqliteDialect } from '../sql.ts';
+import type { WebhookEvent, WebhookStore } from '../store.ts';
+import * as webhookRows from '../webhook-rows.ts';
+import * as webhookSql from '../webhook-sql.ts';
+import { all, get, run, type SqliteDb } from './db.ts';
 
 /**
  * Writes one pending delivery of each event per subscribed endpoint, blocked behind a pending one of its
@@ -33,10 +17,11 @@ export function queueWebhookEvents(db: SqliteDb, events: readonly WebhookEvent[]
   if (!events?.length || !anyWebhooks(db)) return 0;
   let queued = 0;
   for (const event of events) {
-    for (const endpoint of all(db, subscribedWebhooks(sqliteDialect, event, false))) {
+    for (const endpoint of all(db, webhookSql.subscribedWebhooks(sqliteDialect, event, false))) {
       const webhookId = String(endpoint.id);
-      const blocked = get(db, latestPendingDelivery(sqliteDialect, webhookId, event.ordering_key, false));
-      run(db, insert(sqliteDialect, 'webhook_deliveries', deliveryRow(event, webhookId, !!blocked)));
+      const latest = webhookSql.latestPendingDelivery(sqliteDialect, webhookId, event.ordering_key, false);
+      const row = webhookRows.deliveryRow(event, webhookId, !!get(db, latest));
+      run(db, insert(sqliteDialect, 'webhook_deliveries', row));
       queued++;
     }
   }
@@ -51,24 +36,24 @@ const anyWebhooks = (db: SqliteDb): boolean =>
   db.oncePerTransaction('any webhooks', () => db.q('SELECT 1 FROM webhooks LIMIT 1').get() !== undefined);
 
 /** The webhooks of SqliteStore, on its connection. */
-export function part(db: SqliteDb): WebhookPart {
+export function part(db: SqliteDb): WebhookStore {
   return {
     async createWebhook(tenantId, webhook) {
-      const row = webhookRow(tenantId, webhook, now());
+      const row = webhookRows.webhookRow(tenantId, webhook, now());
       db.write(() => run(db, insert(sqliteDialect, 'webhooks', row)));
-      return toWebhook(row);
+      return webhookRows.toWebhook(row);
     },
 
     async listWebhooks(tenantId) {
       return db
         .q('SELECT * FROM webhooks WHERE tenant_id = ? ORDER BY created_at, rowid')
         .all(tenantId)
-        .map(toWebhook);
+        .map(webhookRows.toWebhook);
     },
 
     async getWebhook(tenantId, id) {
       const row = db.q('SELECT * FROM webhooks WHERE tenant_id = ? AND id = ?').get(tenantId, id);
-      return row ? toWebhook(row) : null;
+      return row ? webhookRows.toWebhook(row) : null;
     },
 
     async deleteWebhook(tenantId, id) {
@@ -83,34 +68,46 @@ export function part(db: SqliteDb): WebhookPart {
       const owned = db.q('SELECT 1 FROM webhooks WHERE tenant_id = ? AND id = ?').get(tenantId, webhookId);
       if (!owned) return null;
       return toPage(
-        all(db, listWebhookDeliveries(sqliteDialect, webhookId, page)).map(toWebhookDelivery),
+        all(db, webhookSql.listWebhookDeliveries(sqliteDialect, webhookId, page)).map(
+          webhookRows.toWebhookDelivery,
+        ),
         page,
       );
     },
 
     async dueWebhookDeliveries(at, limit, shards) {
-      return all(db, dueWebhookDeliveries(sqliteDialect, at, limit, shards)).map(toDueWebhookDelivery);
+      return all(db, webhookSql.dueWebhookDeliveries(sqliteDialect, at, limit, shards)).map(
+        webhookRows.toDueWebhookDelivery,
+      );
     },
 
     async claimWebhookDelivery(claim) {
-      const result = db.write(() => run(db, claimWebhookDelivery(sqliteDialect, claim)));
+      const result = db.write(() => run(db, webhookSql.claimWebhookDelivery(sqliteDialect, claim)));
       return Number(result.changes) === 1;
     },
 
     async recordWebhookAttempt(attempt) {
       return db.write(() => {
-        const recorded = get(db, recordWebhookAttempt(sqliteDialect, attempt));
+        const recorded = get(db, webhookSql.recordWebhookAttempt(sqliteDialect, attempt));
         if (!recorded) return false;
         if (attempt.status !== 'pending') {
           const { webhook_id, ordering_key } = recorded;
-          run(db, unblockNextDelivery(sqliteDialect, String(webhook_id), String(ordering_key), attempt.at));
+          run(
+            db,
+            webhookSql.unblockNextDelivery(
+              sqliteDialect,
+              String(webhook_id),
+              String(ordering_key),
+              attempt.at,
+            ),
+          );
         }
         return true;
       });
     },
 
     async deleteOldWebhookDeliveries(before) {
-      const result = db.write(() => run(db, deleteOldWebhookDeliveries(sqliteDialect, before)));
+      const result = db.write(() => run(db, webhookSql.deleteOldWebhookDeliveries(sqliteDialect, before)));
       return Number(result.changes);
     },
   };

@@ -1,12 +1,13 @@
 // Tenants and API keys of PostgresStore. Keys are found by the SHA-256 of the key; revoking one keeps it
 // listed with the time of its revocation.
-import type { TenantPart } from './composed-store.ts';
-import type { Db } from './postgres-db.ts';
-import { apiKeyRow, now, toApiKey, toTenant } from './rows.ts';
-import { insert, postgresDialect } from './sql.ts';
+import { apiKeyRow } from '../new-rows.ts';
+import { now, toApiKey, toTenant } from '../rows.ts';
+import { insert, postgresDialect } from '../sql.ts';
+import type { TenantStore } from '../store.ts';
+import type { Db } from './db.ts';
 
 /** The tenants and API keys of PostgresStore, on its connection. */
-export function part(db: Db): TenantPart {
+export function part(db: Db): TenantStore {
   return {
     async createTenant(id, name) {
       const { sql, values } = insert(postgresDialect, 'tenants', { id, name, created_at: now() });

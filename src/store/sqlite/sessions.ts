@@ -1,8 +1,9 @@
 // Sessions of SqliteStore: shard claims, fenced inserts, reads, and the one session write that every commit
-// applies (SqliteStore groups those writes into transactions; see sqlite.ts). A write whose fence is stale
+// applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
-import type { SessionPart } from './composed-store.ts';
-import { appendedMessages, now, sessionColumns, sessionRow, toLoadedSession, toSession } from './rows.ts';
+import type { StoreParts } from '../composed-store.ts';
+import { appendedMessages, sessionRow } from '../new-rows.ts';
+import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
   insert,
   listSessions,
@@ -12,20 +13,20 @@ import {
   sqliteDialect,
   storeIdempotencyResponse,
   toolCallStatements,
-} from './sql.ts';
-import { all, get, run, type SqliteDb } from './sqlite-db.ts';
-import { queueWebhookEvents } from './sqlite-webhooks.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError, toPage } from './store.ts';
+} from '../sql.ts';
+import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
+import { all, get, run, type SqliteDb } from './db.ts';
+import { queueWebhookEvents } from './webhooks.ts';
 
 /** The sessions of SqliteStore, on its connection. */
-export function part(db: SqliteDb): SessionPart {
+export function part(db: SqliteDb): StoreParts['sessions'] {
   /** Throws StaleEpochError unless the shard's epoch is still the writer's; call inside db.write. */
   function checkFence(fence: Fence): void {
     const row = db.q('SELECT epoch FROM shard_owner WHERE shard = ?').get(fence.shard);
     if (row?.epoch !== fence.epoch) throw new StaleEpochError(fence.shard);
   }
 
-  const sessions: SessionPart = {
+  const sessions: StoreParts['sessions'] = {
     async claimShards(owner, shards) {
       const at = now();
       return db.write(() => {

@@ -1,0 +1,124 @@
+// The Store's sessions: shard claims, the session rows, and the one fenced write (SessionWrite) that
+// commits a step of a session (its messages, Idempotency-Key records, tool calls and webhook events).
+import type { SessionStatus } from '#schemas';
+import type { JsonObject, Page, PageRequest } from './common.ts';
+import type { MessageRecord, NewMessage } from './messages.ts';
+import type { NewToolCall, ToolCallResult } from './tool-calls.ts';
+import type { WebhookEvent } from './webhooks.ts';
+
+export type { SessionStatus };
+
+export interface SessionRecord {
+  id: string;
+  tenant_id: string;
+  agent_id: string;
+  user: { id: string; reference: string | null } | null;
+  status: SessionStatus;
+  created_at: string;
+  updated_at: string;
+  messages_count: number;
+  last_message_at: string | null;
+  closed_at: string | null;
+  close_reason: string | null;
+  expires_at: string | null;
+  context: JsonObject;
+  metadata: JsonObject;
+  shard: number;
+}
+
+export interface NewSession {
+  id: string;
+  agent_id: string;
+  user_id: string | null;
+  shard: number;
+  context: JsonObject;
+  metadata: JsonObject;
+  expires_at: string;
+  /** The session actor's persisted snapshot (JSON). */
+  snapshot: string;
+}
+
+export interface SessionFilter {
+  status?: SessionStatus;
+  agent_id?: string;
+  user_id?: string;
+  /** Only sessions of these agents (the API key's scope); undefined for every agent. */
+  agent_ids?: readonly string[];
+}
+
+/** The fencing token of a shard: a write is refused unless the shard's epoch is still this one. */
+export interface Fence {
+  shard: number;
+  epoch: number;
+}
+
+/** A session write carrying a stale epoch: another process owns the shard now; nothing was written. */
+export class StaleEpochError extends Error {
+  override name = 'StaleEpochError';
+  readonly shard: number;
+  constructor(shard: number) {
+    super(`Shard ${shard} has a newer owner; the write was refused`);
+    this.shard = shard;
+  }
+}
+
+/** Everything one step of a session commits, in one transaction, fenced. */
+export interface SessionWrite {
+  session_id: string;
+  fence: Fence;
+  /** The time of the write, for `updated_at` and the messages' `created_at` (default: now). */
+  at?: string;
+  /** Appended after the session's last message, in order; `messages_count` grows by their number. */
+  messages?: NewMessage[];
+  /** Columns to set; `updated_at` is always set. */
+  patch: {
+    status?: SessionStatus;
+    closed_at?: string;
+    close_reason?: string | null;
+    expires_at?: string;
+    last_message_at?: string;
+    snapshot: string;
+  };
+  /** Records a new Idempotency-Key use (replacing an expired record of the same key). */
+  idempotency?: {
+    key: string;
+    fingerprint: string;
+    turn_id: string;
+    user_message_id: string | null;
+    expires_at: string;
+  };
+  /** The answer of a finished attempt, stored against its key for replays. */
+  idempotencyResponse?: { key: string; status_code: number; response: unknown };
+  /** Tool calls a step asked for, committed before any of them runs. */
+  toolCalls?: NewToolCall[];
+  /** Results of committed tool calls. */
+  toolResults?: ToolCallResult[];
+  /** Webhook events the write reports (session.closed, turn.completed, …), queued in its transaction. */
+  webhookEvents?: WebhookEvent[];
+}
+
+export interface SessionWriteResult {
+  messages: MessageRecord[];
+  messages_count: number;
+  updated_at: string;
+  /** How many webhook deliveries the write queued (0 when no endpoint subscribes to its events). */
+  webhook_deliveries: number;
+}
+
+export interface SessionStore {
+  /** Takes ownership of shards: bumps each epoch (fencing out earlier owners) and returns the new ones. */
+  claimShards(owner: string, shards: readonly number[]): Promise<Map<number, number>>;
+
+  /** Creates a session; throws StaleEpochError when the fence is stale. */
+  createSession(tenantId: string, session: NewSession, fence: Fence): Promise<SessionRecord>;
+  /** A tenant's session (any status). */
+  getSession(tenantId: string, id: string): Promise<SessionRecord | null>;
+  /** A session and its actor snapshot, for activation (no tenant check: the caller routes by id). */
+  loadSession(id: string): Promise<{ session: SessionRecord; snapshot: string | null } | null>;
+  /** Newest first. */
+  listSessions(tenantId: string, filter: SessionFilter, page: PageRequest): Promise<Page<SessionRecord>>;
+  /** Commits one step of a session atomically; throws StaleEpochError (writing nothing) when fenced out. */
+  commitSession(write: SessionWrite): Promise<SessionWriteResult>;
+  /** Ids of active sessions whose expiry has passed, oldest expiry first; only in `shards` when given. */
+  sessionsDueForExpiry(now: string, limit: number, shards?: readonly number[]): Promise<string[]>;
+}

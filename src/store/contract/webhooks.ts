@@ -1,0 +1,129 @@
+// The Store's webhooks: a tenant's endpoints, the events queued in the transaction of the change they
+// report, and the outbox of their deliveries (due, claimed, attempted, cleaned up).
+import type { WebhookEventType } from '#schemas';
+import type { Page, PageRequest } from './common.ts';
+
+/** A tenant's webhook endpoint; its signing secret is read only by the deliverer. */
+export interface Webhook {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  created_at: string;
+}
+
+export interface NewWebhook {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  /** `whsec_` + base64. */
+  secret: string;
+}
+
+/**
+ * An event to deliver, written in the transaction of the change it reports: one delivery for each of its
+ * tenant's endpoints subscribed to its type at that moment (none, and nothing is stored, when there are none).
+ */
+export interface WebhookEvent {
+  /** `evt_…`: the webhook-id every attempt of every delivery of it carries. */
+  id: string;
+  tenant_id: string;
+  type: WebhookEventType;
+  /** Deliveries of an endpoint with the same key go out in the order written: a session's id, a user's id. */
+  ordering_key: string;
+  /** The shard whose owner delivers it: the session's, or shardOf(the user's id). */
+  shard: number;
+  /** The body sent, as written: JSON of `{ type, timestamp, data }`. */
+  payload: string;
+  created_at: string;
+}
+
+export type WebhookDeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+/** One event's delivery to one endpoint, as listed. */
+export interface WebhookDelivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  type: WebhookEventType;
+  status: WebhookDeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_attempt_at: string | null;
+  /** Null once delivered or failed. */
+  next_attempt_at: string | null;
+  created_at: string;
+}
+
+/** A delivery due now, with what sending it needs. */
+export interface DueWebhookDelivery {
+  id: string;
+  webhook_id: string;
+  event_id: string;
+  type: WebhookEventType;
+  ordering_key: string;
+  /** The shard whose owner sends it. */
+  shard: number;
+  /** Attempts made so far: what a claim and a record check, so that a stale read sends nothing. */
+  attempts: number;
+  /** When it fell due, as read: what a claim checks. */
+  next_attempt_at: string;
+  url: string;
+  secret: string;
+  payload: string;
+  created_at: string;
+}
+
+/**
+ * A process takes a due delivery for one attempt: its `next_attempt_at` moves to `until` (the attempt's
+ * deadline), so that no other process (nor a stale read of this one) sends it meanwhile.
+ */
+export interface WebhookClaim {
+  id: string;
+  /** As read with the due delivery: the claim fails when either changed since. */
+  attempts: number;
+  next_attempt_at: string;
+  until: string;
+}
+
+/** The outcome of one attempt: delivered, pending again at `next_attempt_at`, or failed for good. */
+export interface WebhookAttempt {
+  id: string;
+  /** The attempts made before this one, as claimed: the record fails when another was recorded since. */
+  attempts: number;
+  status: WebhookDeliveryStatus;
+  /** The receiver's HTTP status; null when no answer came (refused, timed out). */
+  status_code: number | null;
+  at: string;
+  next_attempt_at: string | null;
+}
+
+export interface WebhookStore {
+  createWebhook(tenantId: string, webhook: NewWebhook): Promise<Webhook>;
+  /** Oldest first. */
+  listWebhooks(tenantId: string): Promise<Webhook[]>;
+  getWebhook(tenantId: string, id: string): Promise<Webhook | null>;
+  /** Removes the endpoint and its deliveries; false when the tenant had no such endpoint. */
+  deleteWebhook(tenantId: string, id: string): Promise<boolean>;
+  /** An endpoint's deliveries, newest first; null when the tenant has no such endpoint. */
+  listWebhookDeliveries(
+    tenantId: string,
+    webhookId: string,
+    page: PageRequest,
+  ): Promise<Page<WebhookDelivery> | null>;
+  /**
+   * Pending deliveries due at `now` (only in `shards` when given), earliest due first, at most `limit`. Only
+   * the first pending delivery of an endpoint and ordering key is ever due: one queued behind another has no
+   * `next_attempt_at` until the one before it is delivered or failed.
+   */
+  dueWebhookDeliveries(now: string, limit: number, shards?: readonly number[]): Promise<DueWebhookDelivery[]>;
+  /** Takes a due delivery for one attempt; false when it is no longer as read (claimed, recorded, deleted). */
+  claimWebhookDelivery(claim: WebhookClaim): Promise<boolean>;
+  /**
+   * Records an attempt: `attempts` grows by one; status, status code and times as given. Delivered or failed,
+   * the next delivery of its endpoint and ordering key falls due at `at`, in the same transaction. False (and
+   * nothing written) when the delivery is not pending with `attempts` as given any more.
+   */
+  recordWebhookAttempt(attempt: WebhookAttempt): Promise<boolean>;
+  /** Deletes delivered and failed deliveries created before `before`; returns how many. */
+  deleteOldWebhookDeliveries(before: string): Promise<number>;
+}

@@ -1,0 +1,109 @@
+// The embedded Store: one SQLite file (Node's built-in node:sqlite) on the connection of db.ts. This module
+// holds the migrations' runner and the group commit of session writes; the resources are in the modules
+// beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts), composed by
+// ComposedStore.
+import { ComposedStore } from '../composed-store.ts';
+import { now } from '../rows.ts';
+import type { Migration, SessionWrite, SessionWriteResult, Store } from '../store.ts';
+import { SqliteConnection } from './db.ts';
+import * as files from './files.ts';
+import * as messages from './messages.ts';
+import { sqliteMigrations } from './migrations.ts';
+import * as sessions from './sessions.ts';
+import * as tenants from './tenants.ts';
+import * as users from './users.ts';
+import * as webhooks from './webhooks.ts';
+
+export class SqliteStore extends ComposedStore<SqliteConnection> implements Store {
+  readonly #db: SqliteConnection;
+  readonly #migrations: readonly Migration[];
+  readonly #pendingWrites: {
+    write: SessionWrite;
+    resolve(result: SessionWriteResult): void;
+    reject(error: unknown): void;
+  }[] = [];
+
+  constructor(file: string, migrations: readonly Migration[] = sqliteMigrations) {
+    const db = new SqliteConnection(file);
+    super(db, { tenants, users, files, sessions, messages, webhooks });
+    this.#db = db;
+    this.#migrations = migrations;
+  }
+
+  async migrate(): Promise<number> {
+    this.#db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)',
+    );
+    for (const m of this.#migrations) {
+      this.#db.write(() => {
+        // Re-checked inside the lock: two processes starting together apply each migration once.
+        const done = this.#db.q('SELECT 1 FROM schema_migrations WHERE version = ?').get(m.version);
+        if (done) return;
+        this.#db.exec(m.sql);
+        this.#db
+          .q('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)')
+          .run(m.version, m.name, now());
+      });
+    }
+    const row = this.#db.q('SELECT max(version) AS v FROM schema_migrations').get();
+    return Number(row?.v ?? 0);
+  }
+
+  async ping(): Promise<void> {
+    this.#db.q('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (!this.#db.isOpen) return;
+    this.#flushSessionWrites();
+    this.#db.close();
+  }
+
+  /**
+   * Group commit: the session writes asked for during one turn of the event loop are applied together in
+   * one transaction (one fsync), each in a savepoint of its own so that a refused write (a stale fence)
+   * refuses only itself. Every caller is answered after that transaction committed.
+   */
+  commitSession(write: SessionWrite): Promise<SessionWriteResult> {
+    return new Promise((resolve, reject) => {
+      this.#pendingWrites.push({ write, resolve, reject });
+      if (this.#pendingWrites.length === 1) setImmediate(() => this.#flushSessionWrites());
+    });
+  }
+
+  #flushSessionWrites(): void {
+    const batch = this.#pendingWrites.splice(0);
+    if (batch.length === 0) return;
+    const outcomes: ({ value: SessionWriteResult } | { error: unknown })[] = [];
+    try {
+      this.#db.write(() => {
+        // A write alone in its batch needs no savepoint: its failure rolls back the transaction, which holds
+        // nothing else. (A savepoint and its release are two more statements per write.)
+        if (batch.length === 1 && batch[0]) {
+          outcomes.push({ value: sessions.applySessionWrite(this.#db, batch[0].write) });
+          return;
+        }
+        for (const { write } of batch) {
+          try {
+            outcomes.push({ value: this.#applyInSavepoint(write) });
+          } catch (error) {
+            outcomes.push({ error });
+          }
+        }
+      });
+    } catch (error) {
+      // The transaction itself failed: nothing of the batch is stored.
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const [i, item] of batch.entries()) {
+      const outcome = outcomes[i];
+      if (outcome && 'value' in outcome) item.resolve(outcome.value);
+      else item.reject(outcome?.error);
+    }
+  }
+
+  /** Nested inside db.write, this runs in a SAVEPOINT: a throw undoes this write only. */
+  readonly #applyInSavepoint = (write: SessionWrite): SessionWriteResult =>
+    this.#db.write(() => sessions.applySessionWrite(this.#db, write));
+}
