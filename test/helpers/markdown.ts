@@ -40,11 +40,11 @@ export function proseLines(markdown: string): string[] {
   });
 }
 
-/** Text outside code: fenced blocks and inline code spans removed. */
+/** Text outside code: fenced blocks and inline code spans (which may go on over a line end) removed. */
 export function prose(markdown: string): string {
   return proseLines(markdown)
-    .map((line) => line.replace(/(`+)[^`]*?\1/g, ''))
-    .join('\n');
+    .join('\n')
+    .replace(/(`+)(?:(?!\n\n)[^`])*?\1/g, '');
 }
 
 /**
