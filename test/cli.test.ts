@@ -8,6 +8,7 @@ import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { VERSION } from '../src/version.ts';
 import { projectRoot } from '../support/processes.ts';
+import { ok } from './helpers/cli.ts';
 import {
   binEntry,
   cleanEnv,
@@ -21,13 +22,6 @@ import {
 const keyPattern = /^pk_[0-9A-Za-z]{43}$/;
 
 after(killLeftoverChildren);
-
-/** Runs the CLI and fails with its output unless it exits 0. */
-async function ok(dataDir: string, args: string[]) {
-  const result = await runCli(dataDir, args);
-  assert.equal(result.code, 0, `parley ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
-  return result;
-}
 
 async function createKey(dataDir: string, tenant: string, agents?: string) {
   const result = await ok(dataDir, [
@@ -84,14 +78,15 @@ describe('parley tenants', { concurrency: 4 }, () => {
     assert.equal(rows[0]?.[1], 'Acme Inc');
   });
 
-  test('creating a tenant that already exists exits 2 and says that it exists', async (t) => {
+  test('creating a tenant that already exists exits 1 and says so in one line, without the usage', async (t) => {
     const dataDir = await tempDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
 
     const again = await runCli(dataDir, ['tenants', 'create', 'acme']);
-    assert.equal(again.code, 2);
+    assert.equal(again.code, 1);
     assert.match(again.stderr, /"acme" already exists/);
     assert.equal(again.stdout, '');
+    assert.deepEqual(lines(again.stderr), ['parley: tenant "acme" already exists']);
 
     // The failed attempt must not have renamed or duplicated the tenant.
     const listed = await ok(dataDir, ['tenants', 'list']);
@@ -133,10 +128,11 @@ describe('parley keys', { concurrency: 4 }, () => {
     assert.notEqual(a.id, b.id);
   });
 
-  test('keys create for an unknown tenant exits 2 and tells how to create the tenant', async (t) => {
+  test('keys create for an unknown tenant exits 1 and tells how to create the tenant', async (t) => {
     const dataDir = await tempDir(t);
     const result = await runCli(dataDir, ['keys', 'create', '--tenant', 'nobody', '--agents', '*']);
-    assert.equal(result.code, 2);
+    assert.equal(result.code, 1);
+    assert.equal(lines(result.stderr).length, 1, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /tenants create nobody/);
     assert.deepEqual(await listKeys(dataDir), []);
@@ -223,7 +219,7 @@ describe('parley keys', { concurrency: 4 }, () => {
     assert.deepEqual((await listKeys(dataDir)).map((row) => row.id).sort(), [acme.id, globex.id].sort());
   });
 
-  test('a revoked key is listed as revoked and revoking it again exits 2', async (t) => {
+  test('a revoked key is listed as revoked and revoking it again exits 1', async (t) => {
     const dataDir = await tempDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const revoked = await createKey(dataDir, 'acme');
@@ -237,14 +233,14 @@ describe('parley keys', { concurrency: 4 }, () => {
     assert.equal(rows.find((row) => row.id === kept.id)?.state, 'active');
 
     const again = await runCli(dataDir, ['keys', 'revoke', revoked.id]);
-    assert.equal(again.code, 2);
+    assert.equal(again.code, 1);
     assert.match(again.stderr, new RegExp(revoked.id));
   });
 
-  test('revoking an unknown key id, or none, exits 2', async (t) => {
+  test('revoking an unknown key id exits 1, and revoking none is a usage error that exits 2', async (t) => {
     const dataDir = await tempDir(t);
     const unknown = await runCli(dataDir, ['keys', 'revoke', 'key_doesnotexist']);
-    assert.equal(unknown.code, 2);
+    assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /key_doesnotexist/);
 
     const missing = await runCli(dataDir, ['keys', 'revoke']);
@@ -259,7 +255,7 @@ describe('parley usage and configuration errors', { concurrency: 4 }, () => {
     const result = await runCli(dataDir, ['frobnicate']);
     assert.equal(result.code, 2);
     assert.equal(result.stdout, '');
-    assert.match(result.stderr, /Unknown command: frobnicate/);
+    assert.match(result.stderr, /unknown command: frobnicate/);
     assert.match(result.stderr, /Usage: parley/);
   });
 
@@ -405,12 +401,15 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
     assert.equal(result.stderr, '');
   });
 
-  test('an error is a line on stderr and a non-zero exit, with nothing on stdout, also with --json', async (t) => {
+  test('an error with --json is one line of JSON on stderr and a non-zero exit, with nothing on stdout', async (t) => {
     const dataDir = await tempDir(t);
     const result = await runCli(dataDir, ['keys', 'revoke', 'key_nothing', '--json']);
-    assert.equal(result.code, 2);
+    assert.equal(result.code, 1);
     assert.equal(result.stdout, '');
-    assert.match(result.stderr, /No active key "key_nothing"/);
+    assert.equal(lines(result.stderr).length, 1, result.stderr);
+    const { error } = JSON.parse(result.stderr);
+    assert.equal(error.code, 'api_key_not_found');
+    assert.match(error.message, /no active key "key_nothing"/);
   });
 });
 
