@@ -59,6 +59,12 @@ export interface Command {
   options: ReadonlyArray<'name' | 'tenant' | 'agents'>;
   /** Its positional argument, if it takes one: the name its usage shows and the error when it is missing. */
   argument?: { name: string; missing: string };
+  /**
+   * Whether it may create the SQLite database (and its directory): `serve` and `migrate` only. The others
+   * refuse a database that is not there, since an empty one made in a mistyped directory would only
+   * hide the mistake.
+   */
+  createsDatabase: boolean;
   /** Refuses a malformed argument or option value with a UsageError, before the store is opened. */
   check?(arg: string | undefined, values: Values): void;
   /** Runs it; absent for `serve`, which cli.ts hands to the server. */
@@ -92,16 +98,19 @@ export const commands: readonly Command[] = [
     synopsis: '',
     summary: 'start the service (same as npm start)',
     help: `Starts the service with the configuration of the environment (PORT, HOST, PARLEY_DATA_DIR,
-DATABASE_URL, ...).`,
+DATABASE_URL, ...). On SQLite it creates the data directory and parley.db when they do not exist.`,
     options: [],
+    createsDatabase: true,
   },
   {
     name: 'migrate',
     synopsis: '',
-    summary: 'apply pending database migrations',
-    help: `Applies pending migrations and prints the schema version. The service also migrates at
-every start.`,
+    summary: 'create the database, or apply its pending migrations',
+    help: `Applies pending migrations and prints the schema version. On SQLite it creates the data
+directory and parley.db when they do not exist: with serve, the only command that does.
+The service also migrates at every start.`,
     options: [],
+    createsDatabase: true,
     async run({ store, print }) {
       const version = await store.migrate();
       print({ schema_version: version }, () => [`Schema at version ${version}.`]);
@@ -115,6 +124,7 @@ every start.`,
 (default: the id). A note goes to stderr; with --json the tenant is printed on stdout.`,
     options: ['name'],
     argument: { name: 'id', missing: 'tenants create needs an id of a-z, 0-9, _ and -' },
+    createsDatabase: false,
     check(arg) {
       if (arg !== undefined && !tenantIdPattern.test(arg))
         throw new UsageError('tenants create needs an id of a-z, 0-9, _ and -');
@@ -134,6 +144,7 @@ every start.`,
     summary: 'list tenants',
     help: 'Prints one tab-separated row per tenant under the header row ID NAME CREATED.',
     options: [],
+    createsDatabase: false,
     async run({ store, print }) {
       const tenants = await store.listTenants();
       print(tenants, () =>
@@ -152,6 +163,7 @@ every start.`,
 (the default), and prints it once on stdout: only its SHA-256 is stored. A note naming the
 key's id goes to stderr; with --json stdout has the key with its record.`,
     options: ['tenant', 'agents'],
+    createsDatabase: false,
     check(_arg, values) {
       if (!values.tenant) throw new UsageError('keys create needs --tenant');
       parseAgents(values.agents);
@@ -187,6 +199,7 @@ key's id goes to stderr; with --json stdout has the key with its record.`,
 ID TENANT PREFIX AGENTS STATE; STATE is "active" or "revoked <time>". The keys themselves
 cannot be shown: only their SHA-256 is stored.`,
     options: ['tenant'],
+    createsDatabase: false,
     async run({ store, values, print }) {
       const keys = await store.listApiKeys(values.tenant);
       print(keys, () =>
@@ -211,6 +224,7 @@ cannot be shown: only their SHA-256 is stored.`,
 Fails when no active key has this id.`,
     options: [],
     argument: { name: 'key_id', missing: 'keys revoke needs a key id' },
+    createsDatabase: false,
     async run({ store, arg = '', print }) {
       if (!(await store.revokeApiKey(arg)))
         throw new CommandError('api_key_not_found', `no active key "${arg}"`);

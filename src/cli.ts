@@ -1,11 +1,13 @@
 // The `parley` command: serve, migrate, and manage tenants and API keys against the configured store. Data
 // goes to stdout (tab-separated with a header row, or JSON with --json), notes and errors to stderr. An
 // error is one line (JSON with --json) and exits 1; a usage error exits 2 and shows the usage it missed.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Command, CommandError, commands, UsageError, type Values } from './cli-commands.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { type Config, ConfigError, loadConfig } from './config.ts';
 import { isMainModule } from './main-module.ts';
-import { openStore } from './store/open-store.ts';
+import { openStore, sqliteFile } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { VERSION } from './version.ts';
 
@@ -28,6 +30,8 @@ ${column('--json', 'print data as JSON (lists as arrays), and errors as JSON')}
 ${column('--version', 'print the version')}
 ${column('-h, --help', 'print this; parley <command> --help for one command')}
 
+Only serve and migrate create the SQLite database; the other commands need parley.db in
+PARLEY_DATA_DIR (./data by default) and exit 1 naming the path when it is not there.
 Errors are one line on stderr; they exit 1, or 2 for a command line that is wrong.
 `;
 
@@ -81,6 +85,22 @@ function checkLine(command: Command, rest: string[], values: Values): string | u
   return arg;
 }
 
+/**
+ * On SQLite, a command other than serve and migrate refuses a data directory or database that is not
+ * there: opening it would create an empty one, and `keys list` in the wrong directory would answer an
+ * empty list instead of saying that it looked in the wrong place. PostgreSQL databases are not created.
+ */
+function requireDatabase(config: Config): void {
+  if (config.databaseUrl) return;
+  const dir = resolve(config.dataDir);
+  const fix = `point PARLEY_DATA_DIR at the service's data directory (default ./data), or create it with "parley migrate"`;
+  if (!existsSync(dir))
+    throw new CommandError('database_not_found', `data directory ${dir} does not exist; ${fix}`);
+  const file = sqliteFile(dir);
+  if (!existsSync(file))
+    throw new CommandError('database_not_found', `database ${file} does not exist; ${fix}`);
+}
+
 /** A database that does not answer is a configuration problem to the operator: one line, not a stack. */
 async function reachable(store: Store): Promise<void> {
   try {
@@ -96,6 +116,7 @@ async function reachable(store: Store): Promise<void> {
 
 async function execute(command: Command, arg: string | undefined, values: Values): Promise<void> {
   const config = loadConfig();
+  if (!command.createsDatabase) requireDatabase(config);
   const store = await openStore(config);
   try {
     if (config.databaseUrl) await reachable(store);

@@ -8,7 +8,7 @@ import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { VERSION } from '../src/version.ts';
 import { projectRoot } from '../support/processes.ts';
-import { ok } from './helpers/cli.ts';
+import { migratedDir, ok } from './helpers/cli.ts';
 import {
   binEntry,
   cleanEnv,
@@ -65,7 +65,7 @@ describe('parley migrate', { concurrency: 4 }, () => {
 
 describe('parley tenants', { concurrency: 4 }, () => {
   test('a tenant created with a name is shown by tenants list with that name', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const created = await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
     // A note on stderr: stdout stays for data, so that a chain with keys create captures the key alone.
     assert.match(created.stderr, /Created tenant acme/);
@@ -79,7 +79,7 @@ describe('parley tenants', { concurrency: 4 }, () => {
   });
 
   test('creating a tenant that already exists exits 1 and says so in one line, without the usage', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
 
     const again = await runCli(dataDir, ['tenants', 'create', 'acme']);
@@ -97,7 +97,7 @@ describe('parley tenants', { concurrency: 4 }, () => {
   });
 
   test('a tenant id outside a-z, 0-9, _ and - is refused with exit code 2', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['tenants', 'create', 'Acme Inc']);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /tenants create/);
@@ -106,7 +106,7 @@ describe('parley tenants', { concurrency: 4 }, () => {
 
 describe('parley keys', { concurrency: 4 }, () => {
   test('keys create prints exactly one line on stdout, the key, and a note on stderr', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
 
     const result = await ok(dataDir, ['keys', 'create', '--tenant', 'acme', '--agents', 'support,sales']);
@@ -120,7 +120,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('every key created is different', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const a = await createKey(dataDir, 'acme');
     const b = await createKey(dataDir, 'acme');
@@ -129,7 +129,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('keys create for an unknown tenant exits 1 and tells how to create the tenant', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['keys', 'create', '--tenant', 'nobody', '--agents', '*']);
     assert.equal(result.code, 1);
     assert.equal(lines(result.stderr).length, 1, result.stderr);
@@ -139,14 +139,14 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('keys create without --tenant exits 2', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['keys', 'create']);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /--tenant/);
   });
 
   test('keys create refuses an invalid or reserved agent id with exit code 2 and creates no key', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
 
     const invalid = await runCli(dataDir, ['keys', 'create', '--tenant', 'acme', '--agents', 'Bad Id']);
@@ -170,7 +170,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('keys list shows the key id, tenant, prefix and agents but never the key itself', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const { key, id } = await createKey(dataDir, 'acme', 'support,sales');
 
@@ -198,7 +198,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('a key created without --agents is a key for every agent', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     await createKey(dataDir, 'acme');
     const [row] = await listKeys(dataDir);
@@ -206,7 +206,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('keys list --tenant shows only the keys of that tenant', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     await ok(dataDir, ['tenants', 'create', 'globex']);
     const acme = await createKey(dataDir, 'acme');
@@ -220,7 +220,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('a revoked key is listed as revoked and revoking it again exits 1', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const revoked = await createKey(dataDir, 'acme');
     const kept = await createKey(dataDir, 'acme');
@@ -238,7 +238,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('revoking an unknown key id exits 1, and revoking none is a usage error that exits 2', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const unknown = await runCli(dataDir, ['keys', 'revoke', 'key_doesnotexist']);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /key_doesnotexist/);
@@ -315,7 +315,7 @@ describe('parley usage and configuration errors', { concurrency: 4 }, () => {
 
 describe('where the CLI is started from', { concurrency: 4 }, () => {
   test('the bin shim runs the CLI from any working directory and passes its exit code on', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
 
     const shim = { script: binEntry, cwd: dataDir, nodeArgs: [] };
@@ -351,7 +351,7 @@ describe('where the CLI is started from', { concurrency: 4 }, () => {
 
 describe('parley --json and --version', { concurrency: 4 }, () => {
   test('--json prints the lists as JSON arrays of records, with no header row', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
     const { id } = await createKey(dataDir, 'acme', 'support');
 
@@ -371,7 +371,7 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
   });
 
   test('keys create --json prints the key with its record, and tenants create --json the tenant', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const tenant = JSON.parse((await ok(dataDir, ['tenants', 'create', 'acme', '--json'])).stdout);
     assert.equal(tenant.id, 'acme');
     const created = await ok(dataDir, ['keys', 'create', '--tenant', 'acme', '--json']);
@@ -387,7 +387,7 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
   });
 
   test('an empty list still prints its header row, and [] with --json', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     assert.equal((await ok(dataDir, ['keys', 'list'])).stdout, 'ID\tTENANT\tPREFIX\tAGENTS\tSTATE\n');
     assert.deepEqual(JSON.parse((await ok(dataDir, ['tenants', 'list', '--json'])).stdout), []);
   });
@@ -402,7 +402,7 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
   });
 
   test('an error with --json is one line of JSON on stderr and a non-zero exit, with nothing on stdout', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['keys', 'revoke', 'key_nothing', '--json']);
     assert.equal(result.code, 1);
     assert.equal(result.stdout, '');
@@ -422,7 +422,7 @@ describe('parley run as npx parley from the project', () => {
     });
 
   test('it runs the bin of the project itself and prints only the data on stdout, no npm banner', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const version = await npx(['--version'], dataDir);
     assert.equal(version.stdout, `${VERSION}\n`);
 
