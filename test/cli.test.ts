@@ -8,6 +8,7 @@ import { after, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { VERSION } from '../src/version.ts';
 import { projectRoot } from '../support/processes.ts';
+import { migratedDir, ok } from './helpers/cli.ts';
 import {
   binEntry,
   cleanEnv,
@@ -21,13 +22,6 @@ import {
 const keyPattern = /^pk_[0-9A-Za-z]{43}$/;
 
 after(killLeftoverChildren);
-
-/** Runs the CLI and fails with its output unless it exits 0. */
-async function ok(dataDir: string, args: string[]) {
-  const result = await runCli(dataDir, args);
-  assert.equal(result.code, 0, `parley ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
-  return result;
-}
 
 async function createKey(dataDir: string, tenant: string, agents?: string) {
   const result = await ok(dataDir, [
@@ -71,7 +65,7 @@ describe('parley migrate', { concurrency: 4 }, () => {
 
 describe('parley tenants', { concurrency: 4 }, () => {
   test('a tenant created with a name is shown by tenants list with that name', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const created = await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
     // A note on stderr: stdout stays for data, so that a chain with keys create captures the key alone.
     assert.match(created.stderr, /Created tenant acme/);
@@ -84,14 +78,15 @@ describe('parley tenants', { concurrency: 4 }, () => {
     assert.equal(rows[0]?.[1], 'Acme Inc');
   });
 
-  test('creating a tenant that already exists exits 2 and says that it exists', async (t) => {
-    const dataDir = await tempDir(t);
+  test('creating a tenant that already exists exits 1 and says so in one line, without the usage', async (t) => {
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
 
     const again = await runCli(dataDir, ['tenants', 'create', 'acme']);
-    assert.equal(again.code, 2);
+    assert.equal(again.code, 1);
     assert.match(again.stderr, /"acme" already exists/);
     assert.equal(again.stdout, '');
+    assert.deepEqual(lines(again.stderr), ['parley: tenant "acme" already exists']);
 
     // The failed attempt must not have renamed or duplicated the tenant.
     const listed = await ok(dataDir, ['tenants', 'list']);
@@ -102,7 +97,7 @@ describe('parley tenants', { concurrency: 4 }, () => {
   });
 
   test('a tenant id outside a-z, 0-9, _ and - is refused with exit code 2', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['tenants', 'create', 'Acme Inc']);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /tenants create/);
@@ -111,7 +106,7 @@ describe('parley tenants', { concurrency: 4 }, () => {
 
 describe('parley keys', { concurrency: 4 }, () => {
   test('keys create prints exactly one line on stdout, the key, and a note on stderr', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
 
     const result = await ok(dataDir, ['keys', 'create', '--tenant', 'acme', '--agents', 'support,sales']);
@@ -125,7 +120,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('every key created is different', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const a = await createKey(dataDir, 'acme');
     const b = await createKey(dataDir, 'acme');
@@ -133,24 +128,25 @@ describe('parley keys', { concurrency: 4 }, () => {
     assert.notEqual(a.id, b.id);
   });
 
-  test('keys create for an unknown tenant exits 2 and tells how to create the tenant', async (t) => {
-    const dataDir = await tempDir(t);
+  test('keys create for an unknown tenant exits 1 and tells how to create the tenant', async (t) => {
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['keys', 'create', '--tenant', 'nobody', '--agents', '*']);
-    assert.equal(result.code, 2);
+    assert.equal(result.code, 1);
+    assert.equal(lines(result.stderr).length, 1, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /tenants create nobody/);
     assert.deepEqual(await listKeys(dataDir), []);
   });
 
   test('keys create without --tenant exits 2', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['keys', 'create']);
     assert.equal(result.code, 2);
     assert.match(result.stderr, /--tenant/);
   });
 
   test('keys create refuses an invalid or reserved agent id with exit code 2 and creates no key', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
 
     const invalid = await runCli(dataDir, ['keys', 'create', '--tenant', 'acme', '--agents', 'Bad Id']);
@@ -174,7 +170,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('keys list shows the key id, tenant, prefix and agents but never the key itself', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const { key, id } = await createKey(dataDir, 'acme', 'support,sales');
 
@@ -202,7 +198,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('a key created without --agents is a key for every agent', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     await createKey(dataDir, 'acme');
     const [row] = await listKeys(dataDir);
@@ -210,7 +206,7 @@ describe('parley keys', { concurrency: 4 }, () => {
   });
 
   test('keys list --tenant shows only the keys of that tenant', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     await ok(dataDir, ['tenants', 'create', 'globex']);
     const acme = await createKey(dataDir, 'acme');
@@ -223,8 +219,8 @@ describe('parley keys', { concurrency: 4 }, () => {
     assert.deepEqual((await listKeys(dataDir)).map((row) => row.id).sort(), [acme.id, globex.id].sort());
   });
 
-  test('a revoked key is listed as revoked and revoking it again exits 2', async (t) => {
-    const dataDir = await tempDir(t);
+  test('a revoked key is listed as revoked and revoking it again exits 1', async (t) => {
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme']);
     const revoked = await createKey(dataDir, 'acme');
     const kept = await createKey(dataDir, 'acme');
@@ -237,14 +233,14 @@ describe('parley keys', { concurrency: 4 }, () => {
     assert.equal(rows.find((row) => row.id === kept.id)?.state, 'active');
 
     const again = await runCli(dataDir, ['keys', 'revoke', revoked.id]);
-    assert.equal(again.code, 2);
+    assert.equal(again.code, 1);
     assert.match(again.stderr, new RegExp(revoked.id));
   });
 
-  test('revoking an unknown key id, or none, exits 2', async (t) => {
-    const dataDir = await tempDir(t);
+  test('revoking an unknown key id exits 1, and revoking none is a usage error that exits 2', async (t) => {
+    const dataDir = await migratedDir(t);
     const unknown = await runCli(dataDir, ['keys', 'revoke', 'key_doesnotexist']);
-    assert.equal(unknown.code, 2);
+    assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /key_doesnotexist/);
 
     const missing = await runCli(dataDir, ['keys', 'revoke']);
@@ -259,7 +255,7 @@ describe('parley usage and configuration errors', { concurrency: 4 }, () => {
     const result = await runCli(dataDir, ['frobnicate']);
     assert.equal(result.code, 2);
     assert.equal(result.stdout, '');
-    assert.match(result.stderr, /Unknown command: frobnicate/);
+    assert.match(result.stderr, /unknown command: frobnicate/);
     assert.match(result.stderr, /Usage: parley/);
   });
 
@@ -319,7 +315,7 @@ describe('parley usage and configuration errors', { concurrency: 4 }, () => {
 
 describe('where the CLI is started from', { concurrency: 4 }, () => {
   test('the bin shim runs the CLI from any working directory and passes its exit code on', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
 
     const shim = { script: binEntry, cwd: dataDir, nodeArgs: [] };
@@ -355,7 +351,7 @@ describe('where the CLI is started from', { concurrency: 4 }, () => {
 
 describe('parley --json and --version', { concurrency: 4 }, () => {
   test('--json prints the lists as JSON arrays of records, with no header row', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     await ok(dataDir, ['tenants', 'create', 'acme', '--name', 'Acme Inc']);
     const { id } = await createKey(dataDir, 'acme', 'support');
 
@@ -375,7 +371,7 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
   });
 
   test('keys create --json prints the key with its record, and tenants create --json the tenant', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const tenant = JSON.parse((await ok(dataDir, ['tenants', 'create', 'acme', '--json'])).stdout);
     assert.equal(tenant.id, 'acme');
     const created = await ok(dataDir, ['keys', 'create', '--tenant', 'acme', '--json']);
@@ -391,7 +387,7 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
   });
 
   test('an empty list still prints its header row, and [] with --json', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     assert.equal((await ok(dataDir, ['keys', 'list'])).stdout, 'ID\tTENANT\tPREFIX\tAGENTS\tSTATE\n');
     assert.deepEqual(JSON.parse((await ok(dataDir, ['tenants', 'list', '--json'])).stdout), []);
   });
@@ -405,12 +401,15 @@ describe('parley --json and --version', { concurrency: 4 }, () => {
     assert.equal(result.stderr, '');
   });
 
-  test('an error is a line on stderr and a non-zero exit, with nothing on stdout, also with --json', async (t) => {
-    const dataDir = await tempDir(t);
+  test('an error with --json is one line of JSON on stderr and a non-zero exit, with nothing on stdout', async (t) => {
+    const dataDir = await migratedDir(t);
     const result = await runCli(dataDir, ['keys', 'revoke', 'key_nothing', '--json']);
-    assert.equal(result.code, 2);
+    assert.equal(result.code, 1);
     assert.equal(result.stdout, '');
-    assert.match(result.stderr, /No active key "key_nothing"/);
+    assert.equal(lines(result.stderr).length, 1, result.stderr);
+    const { error } = JSON.parse(result.stderr);
+    assert.equal(error.code, 'api_key_not_found');
+    assert.match(error.message, /no active key "key_nothing"/);
   });
 });
 
@@ -423,7 +422,7 @@ describe('parley run as npx parley from the project', () => {
     });
 
   test('it runs the bin of the project itself and prints only the data on stdout, no npm banner', async (t) => {
-    const dataDir = await tempDir(t);
+    const dataDir = await migratedDir(t);
     const version = await npx(['--version'], dataDir);
     assert.equal(version.stdout, `${VERSION}\n`);
 

@@ -81,6 +81,9 @@ describe('the start-up hint, logged as JSON when stdout is not a terminal', () =
 
   test('once the tenant exists the hint is keys create alone, and it works as printed too', async (t) => {
     const dataDir = await tempDir(t);
+    // The CLI creates the database only with migrate (or serve); tenants create needs it to exist.
+    const migrated = await runNode(cliEntry, ['migrate'], { env: { PARLEY_DATA_DIR: dataDir } });
+    assert.equal(migrated.code, 0, migrated.stderr);
     const created = await runNode(cliEntry, ['tenants', 'create', 'default'], {
       env: { PARLEY_DATA_DIR: dataDir },
     });

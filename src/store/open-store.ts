@@ -4,11 +4,14 @@ import { join } from 'node:path';
 import type { Config } from '../config.ts';
 import type { Store } from './store.ts';
 
+/** The SQLite database of a data directory. */
+export const sqliteFile = (dataDir: string) => join(dataDir, 'parley.db');
+
 export async function openStore(config: Pick<Config, 'databaseUrl' | 'dataDir'>): Promise<Store> {
   if (config.databaseUrl) {
     const { PostgresStore } = await import('./postgres/store.ts');
     return new PostgresStore(config.databaseUrl);
   }
   const { SqliteStore } = await import('./sqlite/store.ts');
-  return new SqliteStore(join(config.dataDir, 'parley.db'));
+  return new SqliteStore(sqliteFile(config.dataDir));
 }
