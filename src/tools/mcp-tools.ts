@@ -15,9 +15,9 @@ import {
   type Tool as McpTool,
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isStdioServer, type McpServerConfig, mcpToolName } from '../agents/catalogue-tools.ts';
 import { outcomeOf } from './mcp-results.ts';
 import { idempotencyKeyOf, type Tool, type ToolCallRequest, type ToolOutcome } from './tool.ts';
-import { isStdioServer, type McpServerConfig, mcpToolName } from './tool-config.ts';
 
 export interface McpToolSource {
   /** The server's name in the catalogue. */
@@ -39,7 +39,7 @@ export interface McpOptions {
 /** The `_meta` key carrying a call's Idempotency-Key: MCP has no headers, so the key travels in the request. */
 export const IDEMPOTENCY_META_KEY = 'parley/idempotency_key';
 const CLIENT_INFO = { name: 'parley', version: '0.1.0' };
-/** Providers' rule for a function name (tool-config.ts); a server's tool that breaks it is not offered. */
+/** Providers' rule for a function name (catalogue-tools.ts); a server's tool that breaks it is not offered. */
 const offerableName = /^[A-Za-z0-9_-]{1,64}$/;
 /**
  * The least time a connection (start, initialize, listing) may take: a stdio child needs its runtime started,
