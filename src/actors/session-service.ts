@@ -6,7 +6,8 @@ import type { Coordinator } from '../cluster/coordinator.ts';
 import { SHARD_COUNT, shardOf } from '../cluster/shard.ts';
 import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { initialPersistedSnapshot, type SessionStatus } from '../machines/session.ts';
+import type { SessionStatus } from '../machines/session.ts';
+import { initialPersistedSnapshot } from '../machines/session-snapshot.ts';
 import {
   type ContentBlock,
   type JsonObject,
