@@ -1,5 +1,5 @@
 // How Parley reaches an MCP server (mcp-tools.ts holds the connection): over streamable HTTP with the catalogue's
-// headers and response bodies bounded (DESIGN §16), a JSON body whole and an SSE stream per event; or as a stdio
+// headers and its response bodies bounded, a JSON body whole and an SSE stream per event; or as a stdio
 // child whose stderr's tail is kept for the warning when it dies.
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
