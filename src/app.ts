@@ -9,7 +9,6 @@ import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-
 import type { Redis } from 'ioredis';
 import { createActorMetrics } from './actors/actor-metrics.ts';
 import { createOperationRunner } from './actors/operations.ts';
-import { ResidentBytes } from './actors/resident-bytes.ts';
 import { SessionHost, TURN_GRACE_MS } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
 import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
@@ -35,6 +34,7 @@ import { registerMetrics } from './http/server/metrics.ts';
 import { requireDeclaredSessions } from './http/server/route-config.ts';
 import { nulIssues, prototypeKeyIssues, validatorCompiler } from './http/server/validation.ts';
 import { LiveTurns } from './http/turns/log.ts';
+import { ResidentBytes } from './resident-bytes.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';

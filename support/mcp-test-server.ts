@@ -21,7 +21,7 @@ import { z } from 'zod';
 const requiredToken = process.env.MCP_TEST_TOKEN;
 /** Where `record` appends `<idempotency key>\t<value>` lines, so that a test can read what the tool got. */
 const recordLog = process.env.MCP_TEST_LOG;
-/** Set to 1, the server offers more tools than a client may take (bounded, in mcp-tools.ts). */
+/** Set to 1, the server offers more tools than a client may take (bounded, in mcp-listing.ts). */
 const manyTools = process.env.MCP_TEST_MANY_TOOLS === '1';
 /** Set to 1, HTTP responses are JSON rather than SSE streams. */
 const jsonResponses = process.env.MCP_TEST_JSON_RESPONSE === '1';

@@ -1,8 +1,9 @@
 // A resident session's latest messages, kept between turns so that a turn does not read its history back
 // from the store: read on a session's first turn, followed by every commit, and counted against the
 // process's resident bytes, which may let them go (the next turn reads them again).
+
+import type { ResidentBytes } from '../resident-bytes.ts';
 import type { MessageRecord } from '../store/store.ts';
-import type { ResidentBytes } from './resident-bytes.ts';
 
 interface Kept {
   message: MessageRecord;

@@ -3,7 +3,7 @@
 // refused epoch means another process owns the shard now: the shard is given up and the caller gets
 // shard_moving.
 import { shardMoving } from '../errors.ts';
-import { persistedSnapshot } from '../machines/session.ts';
+import { persistedSnapshot } from '../machines/session-snapshot.ts';
 import {
   type Fence,
   type SessionWriteResult,

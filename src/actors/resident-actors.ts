@@ -5,10 +5,10 @@ import { createActor } from 'xstate';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { shardMoving } from '../errors.ts';
 import type { OperationRef, SessionActor, SessionMachine } from '../machines/session.ts';
+import type { ResidentBytes } from '../resident-bytes.ts';
 import type { SessionRecord, Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import { CachedHistory } from './cached-history.ts';
-import type { ResidentBytes } from './resident-bytes.ts';
 
 export interface SessionEntry {
   /** The session row as activated; `messages_count` follows the commits of this process. */

@@ -16,6 +16,7 @@ import {
   sessionMachine,
   statusOf,
 } from '../machines/session.ts';
+import type { ResidentBytes } from '../resident-bytes.ts';
 import type { Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import { Calls } from './calls.ts';
@@ -23,7 +24,6 @@ import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
 import type { OperationContext, TurnObserver } from './operation-context.ts';
 import type { Operation, OperationRunner, ResultOf } from './operations.ts';
 import { type DropReason, ResidentActors, type SessionEntry } from './resident-actors.ts';
-import type { ResidentBytes } from './resident-bytes.ts';
 import { Sweeper } from './sweeper.ts';
 
 export interface SessionHostOptions {

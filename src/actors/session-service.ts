@@ -5,7 +5,8 @@ import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
 import { newId } from '../ids.ts';
-import { initialPersistedSnapshot, type SessionStatus } from '../machines/session.ts';
+import type { SessionStatus } from '../machines/session.ts';
+import { initialPersistedSnapshot } from '../machines/session-snapshot.ts';
 import { SHARD_COUNT, shardOf } from '../shards.ts';
 import {
   type ContentBlock,

@@ -1,21 +1,12 @@
 // A turn (the send operation): the user's messages are stored (with the Idempotency-Key's record), the model
 // answers, its reply is stored (with the answer to replay). Two commits, so that a failed model call or a
 // crash keeps what the user sent and a retry under the key produces only the reply; a model that calls
-// tools goes through steps in between, each committed (tool-steps.ts). An authored assistant message is
-// itself the answer.
-import { callModel } from '../agents/call-model.ts';
+// tools goes through steps in between, each committed (tool-steps.ts), each calling the model as
+// turn-model.ts says. An authored assistant message is itself the answer.
 import type { AgentConfig } from '../agents/catalogue.ts';
-import {
-  estimateCorrection,
-  fitsAlone,
-  halveHistory,
-  isContextOverflow,
-  planWindow,
-  promptTokens,
-} from '../agents/context-window.ts';
-import { toModelMessages } from '../agents/model-messages.ts';
+import { estimateCorrection, fitsAlone } from '../agents/context-window.ts';
 import { systemPrompt } from '../agents/prompt.ts';
-import type { ModelReply, Provider, Usage } from '../agents/provider.ts';
+import type { Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import type { ContentBlock, JsonObject, MessageRecord } from '../store/store.ts';
 import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.ts';
@@ -23,7 +14,8 @@ import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idem
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { type PublicMessage, publicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
-import { runSteps, type StepModel, type StepsReply } from './tool-steps.ts';
+import { runSteps, type StepsReply } from './tool-steps.ts';
+import { firstTokenTimed, modelCaller } from './turn-model.ts';
 
 export interface SendPayload {
   messages: {
@@ -209,24 +201,6 @@ async function reportFailure(
   }
 }
 
-/** `ask`, observing the time from the turn's start to its first text, whichever step writes it. */
-function firstTokenTimed(
-  deps: OperationDeps,
-  agent: AgentConfig,
-  started: number,
-  ask: StepModel,
-): StepModel {
-  let seen = false;
-  return (steps, tools, onDelta) =>
-    ask(steps, tools, (text) => {
-      if (!seen && text !== '') {
-        seen = true;
-        deps.metrics.timeToFirstToken.observe({ agent: agent.id }, (performance.now() - started) / 1000);
-      }
-      onDelta(text);
-    });
-}
-
 /** The system prompt of the session's turns: the agent's instructions, its context and its user's details. */
 async function turnPrompt(
   deps: OperationDeps,
@@ -259,130 +233,4 @@ export async function refuseUnfitting(
       `${agent.context_window} less ${agent.max_tokens} for the reply).`,
     'too_long_for_agent',
   );
-}
-
-/**
- * What each step of the turn calls: the model on the session's recent history (this turn's messages are
- * stored by now), cut to the agent's context window, then the turn's steps so far. A prompt the provider
- * still finds too long is sent again once with the newer half of that history, and that half is what later
- * steps send too; likewise a prompt refused for its files goes on without them.
- */
-async function modelCaller(
-  deps: OperationDeps,
-  context: OperationContext,
-  agent: AgentConfig,
-  provider: Provider,
-  system: string,
-): Promise<StepModel> {
-  const { store, metrics } = deps;
-  const { session } = context.entry;
-  const limit = agent.history_limit;
-  const maxChars = deps.maxHistoryChars;
-  const history = await context.entry.history.recent(limit, maxChars, () =>
-    store.recentMessages(session.id, limit, maxChars),
-  );
-  const plan = await planWindow(system, history, agent, estimateCorrection.ratio(agent));
-  // Only what is kept is turned into model messages: the files of dropped messages are never read.
-  let sent = plan.messages;
-  let files = deps.files;
-  let base = await toModelMessages(store, session.tenant_id, sent, files);
-  let learnt = false;
-
-  return async (steps, tools, onDelta) => {
-    if (steps.length > 0 && Number.isFinite(agent.context_window)) {
-      // The turn's own steps (its tool calls and results) are sent whole: older history makes room for them,
-      // as if the reply's reserve had grown by their size (bytes: a token is at least one).
-      const reserve = Buffer.byteLength(JSON.stringify(steps));
-      const room = { ...agent, max_tokens: agent.max_tokens + reserve };
-      const replanned = await planWindow(system, history, room, estimateCorrection.ratio(agent));
-      if (replanned.messages.length < sent.length) {
-        sent = sent.slice(sent.length - Math.max(1, replanned.messages.length));
-        base = await toModelMessages(store, session.tenant_id, sent, files);
-      }
-    }
-    const modelStarted = performance.now();
-    // One total time for the step's calls: a second call (below) gets what the first left.
-    const deadline = Date.now() + agent.timeouts.total_ms;
-    let streamed = false;
-    const call = () =>
-      callModel(
-        provider,
-        {
-          model: agent.model,
-          system,
-          messages: [...base, ...steps],
-          ...(tools.specs.length > 0 ? { tools: tools.specs, toolChoice: tools.choice } : {}),
-          onDelta: (text) => {
-            streamed ||= text !== '';
-            onDelta(text);
-          },
-        },
-        {
-          totalMs: Math.max(1, deadline - Date.now()),
-          totalLimitMs: agent.timeouts.total_ms,
-          stallMs: agent.timeouts.stall_ms,
-          signal: context.signal,
-        },
-      );
-    const observe = (outcome: string) =>
-      metrics.providerDuration.observe(
-        { provider: provider.name, outcome },
-        (performance.now() - modelStarted) / 1000,
-      );
-    try {
-      let reply: ModelReply;
-      try {
-        reply = await call();
-      } catch (err) {
-        // Only when nothing was streamed (the provider refused the prompt) may a second call start a clean reply.
-        if (streamed) throw err;
-        if (isContextOverflow(err) && sent.length >= 2) {
-          // Files are counted by a fixed guess: an overflow they caused says nothing of how text is counted.
-          // Nor does one that later steps' tool results caused.
-          if (!hasFiles(sent) && steps.length === 0) estimateCorrection.overflowed(agent);
-          sent = halveHistory(sent);
-        } else if (refusedWithFiles(err, sent)) {
-          // A model that takes no images (or no such file) would refuse every later turn of the session too,
-          // since the file stays in its history: the files go as placeholder lines instead.
-          files = { ...deps.files, withheld: 'is not sent: this model refused it' };
-        } else {
-          throw err;
-        }
-        base = await toModelMessages(store, session.tenant_id, sent, files);
-        reply = await call();
-      }
-      // The estimate is corrected by the first call only: later steps add tool results it did not count.
-      if (!learnt && steps.length === 0) learn(agent, plan, sent, reply);
-      learnt = true;
-      observe('ok');
-      return reply;
-    } catch (err) {
-      observe(err instanceof AppError ? err.code : 'error');
-      throw err;
-    }
-  };
-}
-
-/** The provider refused a prompt that carries files (not for its length): they may be what it cannot take. */
-function refusedWithFiles(err: unknown, sent: readonly MessageRecord[]): boolean {
-  return err instanceof AppError && err.code === 'agent_rejected' && hasFiles(sent);
-}
-
-const hasFiles = (messages: readonly MessageRecord[]) =>
-  messages.some((m) => m.content.some((block) => block.type !== 'text'));
-
-/** Corrects the agent's estimate by the input tokens the provider reported for what was sent. */
-function learn(
-  agent: AgentConfig,
-  plan: Awaited<ReturnType<typeof planWindow>>,
-  sent: readonly MessageRecord[],
-  reply: ModelReply,
-): void {
-  if (plan.systemTokens === null || plan.tokens === null) return;
-  // Files are counted by a fixed guess: a prompt with files says little about how text is counted.
-  if (hasFiles(sent)) return;
-  const estimate = promptTokens(plan.systemTokens, plan.tokens.slice(-sent.length));
-  // Over the budget, a count stopped early: a lower bound, which would overstate the ratio.
-  if (estimate > plan.budget) return;
-  estimateCorrection.observe(agent, estimate, reply.usage.input_tokens);
 }

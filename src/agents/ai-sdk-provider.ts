@@ -4,32 +4,18 @@
 // calls after one step and Parley's step loop runs them. A 429, a 5xx or a refused connection before the
 // first token is tried again, twice (after the upstream's Retry-After, else 1 s then 2 s; callModel's stall
 // timer makes room for the wait, its total timeout does not). Every failure becomes a ProviderError with the
-// upstream status, message and Retry-After, which callModel maps to the catalogue.
-
+// upstream status, message and Retry-After (ai-sdk-failures.ts), which callModel maps to the catalogue.
+// Messages are given as the SDK takes them by ai-sdk-messages.ts.
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  AISDKError,
-  APICallError,
-  type JSONValue,
-  jsonSchema,
-  type LanguageModel,
-  RetryError,
-  type ModelMessage as SdkMessage,
-  streamText,
-  type ToolSet,
-  tool,
-} from 'ai';
+import { type LanguageModel, streamText } from 'ai';
 import { newId } from '../ids.ts';
-import { fileBlock } from './prompt.ts';
+import { failure, retryWait } from './ai-sdk-failures.ts';
+import { toolSet, toSdkMessage } from './ai-sdk-messages.ts';
 import {
-  type ModelMessage,
-  type ModelPart,
   type ModelReply,
   type ModelRequest,
   type ModelStopReason,
   type ModelToolCall,
-  type ModelToolResult,
-  type ModelToolSpec,
   type Provider,
   ProviderError,
 } from './provider.ts';
@@ -55,22 +41,8 @@ export interface AiSdkProviderOptions {
   settings: CallSettings;
 }
 
-// Inlined as text because most compatible servers (vLLM, Ollama, llama.cpp) reject `file` parts.
-const INLINE_MIMES = new Set(['text/plain', 'text/markdown', 'text/csv', 'application/json']);
-const UPSTREAM_MESSAGE_CAP = 500;
-/** How servers refuse an input their model cannot take (llama.cpp answers 500 with the first). */
-const UNSUPPORTED_INPUT =
-  /(image|audio|file|document|pdf)s? input is not supported|does not support (image|audio|file|document|pdf)|only 'text' content type is supported/i;
-/** The SDK's errors for an input its provider cannot take (an unsupported file type, say), raised before any request. */
-const REFUSED_INPUT = new Set([
-  'AI_UnsupportedFunctionalityError',
-  'AI_InvalidPromptError',
-  'AI_InvalidArgumentError',
-  'AI_InvalidDataContentError',
-]);
+/** Further attempts after a failure worth another try (ai-sdk-failures.ts says which, and after how long). */
 const RETRIES = 2;
-/** The longest Retry-After honoured: a longer one is the upstream saying no for now. */
-const MAX_RETRY_WAIT_MS = 30_000;
 
 export class AiSdkProvider implements Provider {
   readonly name: string;
@@ -180,141 +152,11 @@ function invalidWhy(error: unknown): string {
   return error instanceof Error ? error.message : 'not JSON, or not what the tool asks';
 }
 
-/** How long to wait before trying again, or undefined when `err` is not worth another try. */
-function retryWait(err: unknown, attempt: number): number | undefined {
-  if (!(err instanceof ProviderError)) return undefined;
-  const { status } = err;
-  if (status !== undefined && status !== 429 && status < 500) return undefined;
-  const asked = err.retryAfterSeconds === undefined ? undefined : err.retryAfterSeconds * 1000;
-  if (asked !== undefined && asked > MAX_RETRY_WAIT_MS) return undefined;
-  return asked ?? 1000 * 2 ** attempt;
-}
-
-function toolSet(specs: readonly ModelToolSpec[]): ToolSet {
-  return Object.fromEntries(
-    specs.map((spec) => [
-      spec.name,
-      tool({ description: spec.description, inputSchema: jsonSchema(spec.input_schema) }),
-    ]),
-  );
-}
-
-function toSdkMessage(message: ModelMessage): SdkMessage {
-  if (message.role === 'tool') {
-    return { role: 'tool', content: message.results.map(toSdkResult) };
-  }
-  if (message.role === 'assistant') {
-    const text = message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n\n');
-    if (!message.tool_calls?.length) return { role: 'assistant', content: text };
-    return {
-      role: 'assistant',
-      content: [
-        ...(text === '' ? [] : [{ type: 'text' as const, text }]),
-        ...message.tool_calls.map((call) => ({
-          type: 'tool-call' as const,
-          toolCallId: call.id,
-          toolName: call.name,
-          input: call.input,
-        })),
-      ],
-    };
-  }
-  return { role: 'user', content: message.content.map(toSdkPart) };
-}
-
-function toSdkResult(result: ModelToolResult) {
-  const value = jsonValue(result.output);
-  return {
-    type: 'tool-result' as const,
-    toolCallId: result.call_id,
-    toolName: result.name,
-    // An error result is flagged as one where the wire can say so (Anthropic's `is_error`).
-    output:
-      result.status === 'ok' ? { type: 'json' as const, value } : { type: 'error-json' as const, value },
-  };
-}
-
-/** A tool's output as JSON: it came as JSON (an HTTP body, an MCP result); a missing one is null. */
-function jsonValue(output: unknown): JSONValue {
-  return JSON.parse(JSON.stringify(output) ?? 'null');
-}
-
-function toSdkPart(part: ModelPart) {
-  if (part.type === 'text') return { type: 'text' as const, text: part.text };
-  const mediaType = part.mime_type;
-  if (part.type === 'file' && INLINE_MIMES.has(mediaType.split(';')[0]?.trim().toLowerCase() ?? '')) {
-    return { type: 'text' as const, text: fileBlock(part.name, part.data.toString('utf8')) };
-  }
-  if (part.type === 'image') return { type: 'image' as const, image: part.data, mediaType };
-  return { type: 'file' as const, data: part.data, mediaType, filename: part.name };
-}
-
 /** The SDK's finish reasons as a stop_reason: a step ending in tool calls, or an unknown one, is `end`. */
 function stopReasonOf(finishReason: string): ModelStopReason {
   if (finishReason === 'length') return 'max_tokens';
   if (finishReason === 'content-filter') return 'content_filter';
   return 'end';
-}
-
-/**
- * An SDK failure as a ProviderError: the last attempt's status, the server's own message (capped) and its
- * Retry-After. Aborts pass through untouched: callModel tells a timeout from a broken model by them.
- */
-function failure(err: unknown, signal: AbortSignal, provider: string, streamed: boolean): unknown {
-  if (signal.aborted || err instanceof ProviderError) return err;
-  const last = RetryError.isInstance(err) ? err.lastError : err;
-  const statusCode = (last as { statusCode?: unknown } | null)?.statusCode;
-  if (APICallError.isInstance(last) || (AISDKError.isInstance(last) && typeof statusCode === 'number')) {
-    const call = APICallError.isInstance(last) ? last : undefined;
-    const upstream = upstreamMessage(call?.responseBody) ?? last.message;
-    const retryAfter = retryAfterSeconds(call?.responseHeaders);
-    // A model that cannot take an input says so in many ways, llama.cpp's even with a 500: a refusal.
-    const refused = UNSUPPORTED_INPUT.test(upstream);
-    const status = typeof statusCode === 'number' && statusCode >= 300 ? statusCode : undefined;
-    return new ProviderError(`${provider}: ${upstream}`, {
-      // A stream that broke after its 200, or after text, has no failing status: the connection failed.
-      ...(refused ? { status: 400 } : status !== undefined && !streamed ? { status } : {}),
-      upstreamMessage: upstream.slice(0, UPSTREAM_MESSAGE_CAP),
-      ...(retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter }),
-      cause: err,
-    });
-  }
-  // Refused by the SDK before any request (an input the provider cannot take): the model's side said no.
-  if (AISDKError.isInstance(last) && REFUSED_INPUT.has(last.name)) {
-    return new ProviderError(`${provider}: ${last.message}`, {
-      status: 400,
-      upstreamMessage: last.message.slice(0, UPSTREAM_MESSAGE_CAP),
-      cause: err,
-    });
-  }
-  if (err instanceof Error && err.name === 'AbortError') return err;
-  const message = err instanceof Error ? err.message : String(err);
-  return new ProviderError(`${provider}: ${message}`, { cause: err });
-}
-
-/** The server's own words: `{error:{message}}` (OpenAI, vLLM, Anthropic), `{error:"…"}` (Ollama), `{message}`. */
-function upstreamMessage(body: string | undefined): string | undefined {
-  if (!body) return undefined;
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    return body.trim().slice(0, UPSTREAM_MESSAGE_CAP) || undefined;
-  }
-  if (typeof json !== 'object' || json === null) return undefined;
-  const { error, message } = json as { error?: unknown; message?: unknown };
-  const found =
-    typeof error === 'string' ? error : ((error as { message?: unknown } | null)?.message ?? message);
-  return typeof found === 'string' && found ? found : undefined;
-}
-
-function retryAfterSeconds(headers: Record<string, string> | undefined): number | undefined {
-  const value = headers?.['retry-after'];
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - Date.now()) / 1000));
 }
 
 /** The wire protocols Parley speaks to a model server. */

@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
-import { agentToolFields } from '../tools/tool-config.ts';
 import { agentIdSchema } from './agent-id.ts';
+import { agentToolFields } from './catalogue-tools.ts';
 
 const units: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 

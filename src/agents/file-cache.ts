@@ -3,7 +3,7 @@
 // against the process's resident bytes, which may take a file back for a history used more recently.
 // A file's bytes never change under its id, so an entry cannot go stale; a deleted file is noticed by its
 // metadata, which turns still read.
-import type { ResidentBytes } from '../actors/resident-bytes.ts';
+import type { ResidentBytes } from '../resident-bytes.ts';
 
 export class FileCache {
   readonly maxBytes: number;

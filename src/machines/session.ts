@@ -3,8 +3,8 @@
 // time) and the Idempotency-Keys in flight. A running send goes through steps (DESIGN §13): the model
 // thinks, and when it asks for tools the turn acts until every call's result is committed, then thinks again. The host provides `operate` (starts one operation and sends DONE
 // once it has finished) and the actions that answer waiting callers. Lasting changes come in as events only
-// after their commit; the snapshot each commit stores is computed here.
-import { type ActorRefFrom, assign, createActor, type SnapshotFrom, setup } from 'xstate';
+// after their commit; the snapshot each commit stores is computed from it (session-snapshot.ts).
+import { type ActorRefFrom, assign, type SnapshotFrom, setup } from 'xstate';
 // A session's lifecycle status: the machine's states, and the session row's `status` column.
 import type { SessionStatus } from '#schemas';
 
@@ -294,88 +294,8 @@ export function statusOf(snapshot: SessionSnapshot): SessionStatus {
 }
 
 /**
- * The snapshot to store: `snapshot` settled and, when given, `event` applied. Settled means with no
- * operation queued or running: those belong to callers waiting on this process, who are gone after a crash,
- * and a retry under its Idempotency-Key finds the committed part of the work in the store. The event is
- * applied by a stand-in actor of the unprovided machine restored from the settled snapshot, so it takes the
- * live actor's transitions while no host action runs and the live actor is not touched (its event is sent
- * only once the commit succeeded).
- */
-export function persistedSnapshot(snapshot: SessionSnapshot, event?: SessionEvent): string {
-  const direct = settledDirectly(snapshot, event);
-  if (direct) return JSON.stringify(direct);
-  return persistedByMachine(snapshot, event);
-}
-
-/**
- * What persistedByMachine gives, written out for the commits of every turn (an active session, no event or
- * ACTIVITY, WARNED, TOOLS_CALLED, TOOL_RESULT): a stand-in actor costs ~0.1 ms per commit, two or more per
- * turn. Null for anything else, which takes the machine. test/machines/session.test.ts checks the two agree
- * on every state and event this covers.
- */
-function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
-  const { value, context } = snapshot;
-  if (typeof value === 'string' || snapshot.status !== 'active') return null;
-  let { inactivity } = value.active;
-  let { expiresAt } = context;
-  switch (event?.type) {
-    case undefined:
-    // A settled turn is idle, and an idle turn takes no tool event.
-    case 'TOOLS_CALLED':
-    case 'TOOL_RESULT':
-      break;
-    case 'ACTIVITY':
-      expiresAt = event.expiresAt;
-      if (event.byUser) inactivity = 'none';
-      break;
-    case 'WARNED':
-      inactivity = 'warned';
-      break;
-    default:
-      return null;
-  }
-  return {
-    status: 'active',
-    value: { active: { turn: 'idle', inactivity } },
-    historyValue: {},
-    context: {
-      ...context,
-      expiresAt,
-      queue: [],
-      current: null,
-      inflight: {},
-      steps: 0,
-      pendingCalls: 0,
-    },
-    children: {},
-  };
-}
-
-/** persistedSnapshot through the machine itself: a stand-in actor restored from the settled snapshot. */
-export function persistedByMachine(snapshot: SessionSnapshot, event?: SessionEvent): string {
-  const { value, context } = snapshot;
-  const settled = sessionMachine.resolveState({
-    value: typeof value === 'string' ? value : { active: { ...value.active, turn: 'idle' } },
-    context: { ...context, queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0 },
-  });
-  if (!event) return JSON.stringify(sessionMachine.getPersistedSnapshot(settled));
-  // The input is required by the types and unused when restoring a snapshot.
-  const input = { sessionId: context.sessionId, expiresAt: context.expiresAt };
-  const standIn = createActor(sessionMachine, { snapshot: settled, input }).start();
-  standIn.send(event);
-  const persisted = standIn.getPersistedSnapshot();
-  standIn.stop();
-  return JSON.stringify(persisted);
-}
-
-/**
  * Whether the running turn may still offer the model its tools: fewer than `maxSteps` tool steps are
  * committed. At `maxSteps` the model is called once more without tools (DESIGN §13).
  */
 export const mayCallTools = (snapshot: SessionSnapshot, maxSteps: number): boolean =>
   snapshot.context.steps < maxSteps;
-
-/** The persisted snapshot of a new session. */
-export function initialPersistedSnapshot(input: SessionInput): string {
-  return JSON.stringify(createActor(sessionMachine, { input }).getPersistedSnapshot());
-}

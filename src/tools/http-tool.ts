@@ -3,6 +3,7 @@
 // rejects.
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as httpRequest } from 'undici';
+import type { HttpToolConfig } from '../agents/catalogue-tools.ts';
 import { errorCode, readBounded } from '../outbound/bounded-read.ts';
 import {
   idempotencyKeyOf,
@@ -11,7 +12,6 @@ import {
   type ToolCallRequest,
   type ToolOutcome,
 } from './tool.ts';
-import type { HttpToolConfig } from './tool-config.ts';
 
 /** How much of a failing answer's body is shown to the model. */
 const ERROR_MESSAGE_CHARS = 500;

@@ -3,11 +3,11 @@
 // so a later turn does not read them again. Reads are counted by wrapping the real store's method.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
-import { ResidentBytes } from '../../src/actors/resident-bytes.ts';
 import { FileCache } from '../../src/agents/file-cache.ts';
 import { toModelMessages } from '../../src/agents/model-messages.ts';
 import type { ModelPart } from '../../src/agents/provider.ts';
 import { loadConfig } from '../../src/config.ts';
+import { ResidentBytes } from '../../src/resident-bytes.ts';
 import type { ContentBlock, MessageRecord } from '../../src/store/store.ts';
 import type { TestApp } from '../helpers/app.ts';
 import { createSession, send, upload, useSessionApp } from '../helpers/sessions.ts';

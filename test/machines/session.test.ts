@@ -6,11 +6,8 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
 import {
-  initialPersistedSnapshot,
   mayCallTools,
   type OperationRef,
-  persistedByMachine,
-  persistedSnapshot,
   type RejectCode,
   type SessionContext,
   type SessionEvent,
@@ -20,6 +17,11 @@ import {
   sessionMachine,
   statusOf,
 } from '../../src/machines/session.ts';
+import {
+  initialPersistedSnapshot,
+  persistedByMachine,
+  persistedSnapshot,
+} from '../../src/machines/session-snapshot.ts';
 
 const SESSION = 'sess_1';
 const EXPIRES = 1_000_000;

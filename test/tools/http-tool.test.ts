@@ -8,9 +8,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { pipeline } from 'node:stream/promises';
 import { after, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
+import { httpToolSchema } from '../../src/agents/catalogue-tools.ts';
 import { httpTool } from '../../src/tools/http-tool.ts';
 import { MAX_TOOL_RESULT_BYTES, type ToolCallRequest } from '../../src/tools/tool.ts';
-import { httpToolSchema } from '../../src/tools/tool-config.ts';
 import { freePort } from '../../support/free-port.ts';
 
 interface Received {

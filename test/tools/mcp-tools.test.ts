@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import type { McpServerConfig } from '../../src/agents/catalogue-tools.ts';
 import {
   connectMcpServer,
   connectMcpServers,
@@ -18,7 +19,6 @@ import {
   type McpToolSource,
 } from '../../src/tools/mcp-tools.ts';
 import type { Tool, ToolCallRequest } from '../../src/tools/tool.ts';
-import type { McpServerConfig } from '../../src/tools/tool-config.ts';
 import { exitOf, hasExited, pollUntil, stopChild } from '../../support/processes.ts';
 import { cleanEnv } from '../helpers/process.ts';
 

@@ -1,5 +1,5 @@
 // The NPS feedback form: a 0–10 score as a radio group (arrow keys move within it), an optional comment, send
-// and "not now". The element decides when to show it; this only builds it and reports what was chosen.
+// and "not now"; and when the element offers it (FeedbackOffer): after the first reply, or at the end if put off.
 import { h } from './view.ts';
 
 export interface FeedbackChoice {
@@ -60,4 +60,56 @@ export function feedbackForm(
     });
   });
   return form;
+}
+
+/** Where the form is shown, and who hears what became of it. */
+export interface FeedbackHooks {
+  /** Whether the conversation has ended. */
+  ended(): boolean;
+  /** "Not now" was chosen: the slot is empty again, focus goes back to the conversation. */
+  dismissed(): void;
+  fail(err: unknown): void;
+}
+
+/** When the form is offered: after the first reply; "not now" puts it off until the conversation ends. */
+export class FeedbackOffer {
+  readonly slot = h('div');
+  readonly #hooks: FeedbackHooks;
+  #state: 'unasked' | 'shown' | 'later' | 'done' = 'unasked';
+
+  constructor(hooks: FeedbackHooks) {
+    this.#hooks = hooks;
+  }
+
+  /** A conversation (re)started: nothing shown, nothing asked yet. */
+  reset(): void {
+    this.slot.replaceChildren();
+    this.#state = 'unasked';
+  }
+
+  /** Shows the form unless it was shown already (or, `atEnd`, put off until then); `send` sends the choice. */
+  offer(send: (choice: FeedbackChoice) => Promise<unknown>, atEnd = false): void {
+    if (!(this.#state === 'unasked' || (atEnd && this.#state === 'later'))) return;
+    this.#state = 'shown';
+    const form = feedbackForm(
+      async (choice: FeedbackChoice) => {
+        try {
+          await send(choice);
+          this.#state = 'done';
+          const thanks = h('div', { class: 'notice', part: 'feedback-thanks', tabindex: '-1' }, 'Thank you!');
+          this.slot.replaceChildren(thanks);
+          thanks.focus();
+        } catch (err) {
+          this.#hooks.fail(err);
+        }
+      },
+      () => {
+        // Not now: asked again when the conversation ends.
+        this.#state = this.#hooks.ended() ? 'done' : 'later';
+        this.slot.replaceChildren();
+        this.#hooks.dismissed();
+      },
+    );
+    this.slot.replaceChildren(form);
+  }
 }

@@ -1,41 +1,20 @@
 // <parley-chat>: one conversation of the public family in an open shadow root. It loads the earlier messages,
 // streams replies delta by delta, uploads attachments, shows tool steps, offers NPS feedback and terminate,
 // runs the inactivity steps when asked to, and shows a closed or expired conversation as such. All HTTP goes
-// through @parley/client (token refresh and resuming a dropped stream included); this file only renders.
+// through @parley/client (token refresh and resuming a dropped stream included). This file is the element's
+// life and what it does when; how it looks (chat-view.ts), the composer, a turn's rendering, the feedback and
+// the end controls have files of their own.
 // Moved in the page (disconnected, then connected again), it reloads the conversation and resumes the reply
 // that was arriving.
-import { newIdempotencyKey, ParleyConversation, ParleyError, type TurnEvent } from '@parley/client';
-import { type FeedbackChoice, feedbackForm } from './feedback-form.ts';
-import { IdleTimer } from './idle-timer.ts';
-import styles from './styles.css';
-import {
-  type Block,
-  fileChip,
-  fillMessage,
-  h,
-  type KnownFile,
-  messageNode,
-  settleTool,
-  toolNode,
-} from './view.ts';
-
-interface Pending {
-  name: string;
-  image: boolean;
-  url?: string;
-  upload: Promise<string>;
-  chip: HTMLElement;
-  /** Stops the upload when the chip is removed (or the widget restarts). */
-  abort: AbortController;
-  removed: boolean;
-}
-
-/** A message given back to the composer after a send that stored nothing, with the key it was sent under. */
-interface Draft {
-  text: string;
-  attachments: readonly Pending[];
-  idempotencyKey: string;
-}
+import { type ParleyConversation, ParleyError, type TurnEvent } from '@parley/client';
+import { ChatView } from './chat-view.ts';
+import { Composer, type Pending } from './composer.ts';
+import { connect, conversationKey } from './connect.ts';
+import { EndControls } from './end-controls.ts';
+import { FeedbackOffer } from './feedback-form.ts';
+import { Inactivity } from './idle-timer.ts';
+import { renderTurn } from './turn-view.ts';
+import { type Block, type KnownFile, messageNode } from './view.ts';
 
 /** The turn whose reply is arriving: what a restart on the same conversation needs to resume it. */
 interface LiveTurn {
@@ -47,19 +26,8 @@ interface LiveTurn {
 /** Codes that mean the conversation no longer takes messages. */
 const ENDED: Record<string, 'closed' | 'expired'> = { session_closed: 'closed', session_expired: 'expired' };
 
-const PAPERCLIP =
-  '<svg aria-hidden="true" width="18" height="18" viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round"><path d="M21.44 11.05l-9.19 9.19a6 6 0 0 1-8.49-8.49l9.19-9.19a4 4 0 0 1 5.66 5.66l-9.2 9.19a2 2 0 0 1-2.83-2.83l8.49-8.48"/></svg>';
-
 /** Earlier messages shown when the widget opens a conversation. */
 const HISTORY = 100;
-
-/** The longest delay setTimeout keeps: a longer one would fire at once. About 24.8 days. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
-
-const seconds = (value: string | null): number | null => {
-  const n = value === null ? Number.NaN : Number(value);
-  return Number.isFinite(n) && n > 0 ? Math.min(n * 1000, MAX_DELAY_MS) : null;
-};
 
 export class ParleyChat extends HTMLElement {
   static observedAttributes = [
@@ -78,123 +46,30 @@ export class ParleyChat extends HTMLElement {
   #life = new AbortController();
   #busy = false;
   #ended: 'closed' | 'expired' | null = null;
-  /** NPS: offered after the first reply; "not now" puts it off until the conversation ends. */
-  #feedback: 'unasked' | 'shown' | 'later' | 'done' = 'unasked';
   #files = new Map<string, KnownFile>();
-  #pending: Pending[] = [];
-  /** The draft a failed send gave back: sent again unchanged, it keeps its Idempotency-Key. */
-  #draft: Draft | null = null;
   #turn: LiveTurn | null = null;
   #restartQueued = false;
-  #steps: Promise<void> = Promise.resolve();
-  #idle = this.#idleTimer();
+  readonly #idle = new Inactivity(this, (step) => this.#inactivityStep(step));
 
-  readonly #root: ShadowRoot;
-  readonly #log = h('div', {
-    class: 'log',
-    part: 'log',
-    role: 'log',
-    'aria-live': 'polite',
-    'aria-label': 'Conversation',
-    tabindex: '0',
+  readonly #composer = new Composer({
+    submit: () => void this.#submit(),
+    choose: (file) => this.#addAttachment(file),
   });
-  readonly #input = h('textarea', {
-    id: 'parley-input',
-    part: 'input',
-    rows: '1',
-    placeholder: 'Write a message…',
-    'aria-describedby': 'parley-hint',
+  readonly #endControls = new EndControls(
+    () => void this.#end(),
+    () => this.#ended !== null,
+  );
+  readonly #feedback = new FeedbackOffer({
+    ended: () => this.#ended !== null,
+    dismissed: () => (this.#ended === null ? this.#composer.input : this.#view.log).focus(),
+    fail: (err) => this.#fail(err),
   });
-  readonly #send = h('button', { type: 'submit', class: 'primary', part: 'send-button' }, 'Send');
-  readonly #attach = h('button', { type: 'button', part: 'attach-button', 'aria-label': 'Attach files' });
-  readonly #picker = h('input', { type: 'file', multiple: true, hidden: true, tabindex: '-1' });
-  readonly #pendingList = h('div', { class: 'pending', part: 'attachments', 'aria-label': 'Attachments' });
-  readonly #error = h('div', { class: 'error', part: 'error', role: 'alert' });
-  readonly #notice = h('div', { class: 'notice', part: 'status', role: 'status' });
-  readonly #feedbackSlot = h('div');
-  readonly #terminate = h('button', { type: 'button', part: 'terminate-button' }, 'End chat');
-  readonly #confirm = h('div', {
-    class: 'row',
-    role: 'group',
-    'aria-label': 'End the conversation?',
-    hidden: true,
-  });
+  readonly #view: ChatView;
 
   constructor() {
     super();
-    this.#root = this.attachShadow({ mode: 'open' });
-    const confirmEnd = h('button', { type: 'button', class: 'primary', part: 'confirm-button' }, 'End');
-    const cancelEnd = h('button', { type: 'button' }, 'Cancel');
-    this.#confirm.append(h('span', {}, 'End the conversation?'), confirmEnd, cancelEnd);
-    // A constant of ours, not text from anyone: the paperclip (Feather's path, MIT), drawn in the text colour.
-    this.#attach.innerHTML = PAPERCLIP;
-    this.#terminate.addEventListener('click', () => {
-      this.#terminate.hidden = true;
-      this.#confirm.hidden = false;
-      confirmEnd.focus();
-    });
-    const cancel = () => {
-      this.#confirm.hidden = true;
-      this.#terminate.hidden = this.#ended !== null;
-      this.#terminate.focus();
-    };
-    cancelEnd.addEventListener('click', cancel);
-    this.#confirm.addEventListener('keydown', (e) => e.key === 'Escape' && cancel());
-    confirmEnd.addEventListener('click', () => void this.#end());
-
-    const composer = h(
-      'form',
-      { class: 'composer', part: 'composer' },
-      this.#attach,
-      this.#picker,
-      h('label', { class: 'sr-only', for: 'parley-input' }, 'Message'),
-      this.#input,
-      this.#send,
-    );
-    composer.addEventListener('submit', (e) => {
-      e.preventDefault();
-      void this.#submit();
-    });
-    this.#input.addEventListener('keydown', (e) => {
-      // Enter sends; Shift+Enter (and Enter while an input method composes) is the textarea's own newline.
-      if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
-        e.preventDefault();
-        void this.#submit();
-      }
-    });
-    this.#input.addEventListener('input', () => {
-      this.#input.style.height = 'auto';
-      this.#input.style.height = `${this.#input.scrollHeight}px`;
-    });
-    this.#attach.addEventListener('click', () => this.#picker.click());
-    this.#picker.addEventListener('change', () => {
-      for (const file of this.#picker.files ?? []) this.#addAttachment(file);
-      this.#picker.value = '';
-    });
-    // Any activity in the widget starts the idle count again.
-    for (const type of ['keydown', 'pointerdown']) this.#root.addEventListener(type, () => this.#active());
-
-    this.#root.append(
-      h('style', {}, styles),
-      h(
-        'div',
-        { class: 'chat', part: 'container' },
-        h(
-          'header',
-          { part: 'header' },
-          h('h2', { part: 'title' }, h('slot', { name: 'title' }, 'Chat')),
-          this.#terminate,
-          this.#confirm,
-        ),
-        this.#log,
-        this.#notice,
-        this.#error,
-        this.#feedbackSlot,
-        this.#pendingList,
-        composer,
-        h('span', { id: 'parley-hint', class: 'sr-only' }, 'Enter sends, Shift+Enter starts a new line.'),
-      ),
-    );
+    const parts = { composer: this.#composer, endControls: this.#endControls, feedback: this.#feedback.slot };
+    this.#view = new ChatView(this.attachShadow({ mode: 'open' }), parts, () => this.#active());
   }
 
   connectedCallback(): void {
@@ -216,8 +91,7 @@ export class ParleyChat extends HTMLElement {
       return;
     }
     if (name.startsWith('inactivity-')) {
-      this.#idle.stop();
-      this.#idle = this.#idleTimer();
+      this.#idle.reread();
       this.#active();
       return;
     }
@@ -234,34 +108,9 @@ export class ParleyChat extends HTMLElement {
     });
   }
 
-  /** Where the API is: `base-url`, else the origin this module was served from (Parley serves /widget.js). */
-  get #baseUrl(): string {
-    return this.getAttribute('base-url') || new URL(import.meta.url).origin;
-  }
-
-  /** Which conversation the attributes name: a restart on the same one may resume its reply. */
-  get #conversationKey(): string {
-    return `${this.#baseUrl} ${this.getAttribute('conversation-id') ?? ''}`;
-  }
-
   #connect(): ParleyConversation {
-    return new ParleyConversation({
-      baseUrl: this.#baseUrl,
-      conversationId: this.getAttribute('conversation-id') ?? '',
-      token: this.getAttribute('token') ?? '',
-      // Read when needed, so that the property may be set after the element is connected.
-      refreshToken: () =>
-        this.refreshToken
-          ? this.refreshToken()
-          : Promise.reject(
-              new ParleyError({
-                status: 401,
-                code: 'session_token_expired',
-                errorName: 'SessionTokenExpiredError',
-                message: 'The session token has expired, and this page gives no refreshToken callback.',
-              }),
-            ),
-    });
+    // Read when needed, so that the property may be set after the element is connected.
+    return connect(this, () => (this.refreshToken ? this.refreshToken() : null));
   }
 
   async #start(): Promise<void> {
@@ -269,42 +118,37 @@ export class ParleyChat extends HTMLElement {
     const life = new AbortController();
     this.#life = life;
     // A reply that was arriving when the widget stopped (it was moved in the page): resumed below.
-    const interrupted = this.#turn?.conversation === this.#conversationKey ? this.#turn : null;
+    const interrupted = this.#turn?.conversation === conversationKey(this) ? this.#turn : null;
     this.#turn = null;
-    this.#draft = null;
     this.#idle.stop();
-    this.#log.replaceChildren();
-    this.#log.removeAttribute('aria-busy');
-    this.#error.textContent = '';
-    this.#notice.textContent = '';
-    this.#feedbackSlot.replaceChildren();
-    this.#feedback = 'unasked';
+    this.#view.clear();
+    this.#feedback.reset();
     this.#ended = null;
     this.#dropLocalFiles();
     this.#busy = false;
     this.#setEnabled(false);
     if (!this.getAttribute('conversation-id') || !this.getAttribute('token')) {
-      this.#notice.textContent = 'No conversation yet.';
+      this.#view.notice.textContent = 'No conversation yet.';
       this.#conv = null;
       return;
     }
     const conv = this.#connect();
     this.#conv = conv;
-    this.#idle = this.#idleTimer();
+    this.#idle.reread();
     try {
       const record = await conv.get({ signal: life.signal });
       // The latest page of history: the conversation's count says where it starts.
       const offset = Math.max(0, record.messages_count - HISTORY);
       const page = await conv.messages({ offset, limit: HISTORY }, { signal: life.signal });
       if (life.signal.aborted) return;
-      for (const message of page.items) this.#log.append(messageNode(message, this.#files));
-      this.#scroll(true);
+      for (const message of page.items) this.#view.log.append(messageNode(message, this.#files));
+      this.#view.scroll(true);
       // Opened already ended: said so, without asking for feedback again.
       if (record.status !== 'active') return this.#showEnded(record.status, false);
       this.#setEnabled(true);
       // The interrupted turn's message is the newest stored: its reply is not, so the turn is followed again.
       const last = page.items.at(-1);
-      const mine = this.#log.lastElementChild;
+      const mine = this.#view.log.lastElementChild;
       if (interrupted && last?.id === interrupted.userMessageId && mine instanceof HTMLElement) {
         return await this.#follow(conv, interrupted, mine, life.signal);
       }
@@ -322,7 +166,7 @@ export class ParleyChat extends HTMLElement {
     life: AbortSignal,
   ): Promise<void> {
     this.#busy = true;
-    this.#send.disabled = true;
+    this.#composer.send.disabled = true;
     try {
       await this.#render(conv.resume(turn.turnId, { signal: life }), mine);
     } catch (err) {
@@ -336,7 +180,7 @@ export class ParleyChat extends HTMLElement {
   #turnEnded(): void {
     this.#busy = false;
     this.#turn = null;
-    this.#log.removeAttribute('aria-busy');
+    this.#view.log.removeAttribute('aria-busy');
     if (this.#ended === null) {
       this.#setEnabled(true);
       this.#idle.restart();
@@ -347,41 +191,15 @@ export class ParleyChat extends HTMLElement {
   #dropLocalFiles(): void {
     for (const file of this.#files.values()) if (file.url) URL.revokeObjectURL(file.url);
     this.#files.clear();
-    for (const item of this.#pending) {
-      item.removed = true;
-      item.abort.abort();
-      if (item.url) URL.revokeObjectURL(item.url);
-    }
-    this.#pending = [];
-    this.#pendingList.replaceChildren();
-    this.#draft = null;
-  }
-
-  #idleTimer(): IdleTimer {
-    return new IdleTimer({
-      warningMs: seconds(this.getAttribute('inactivity-warning-after')),
-      finalMs: seconds(this.getAttribute('inactivity-final-after')),
-      onWarning: () => void this.#inactivity('warning'),
-      onFinal: () => void this.#inactivity('final'),
-    });
+    this.#composer.clear();
   }
 
   #setEnabled(on: boolean): void {
-    this.#input.disabled = !on;
-    this.#attach.disabled = !on;
-    this.#send.disabled = !on || this.#busy;
-    this.#terminate.hidden = !on && this.#ended !== null;
-    this.#terminate.disabled = !on;
+    this.#view.setEnabled(on, this.#busy, this.#ended !== null);
   }
 
   #active(): void {
     if (!this.#busy && this.#ended === null && this.#conv) this.#idle.restart();
-  }
-
-  #scroll(force = false): void {
-    const log = this.#log;
-    // Follow the reply only when the reader is already at the bottom; never pull them away from history.
-    if (force || log.scrollHeight - log.scrollTop - log.clientHeight < 80) log.scrollTop = log.scrollHeight;
   }
 
   #fail(err: unknown): void {
@@ -391,157 +209,71 @@ export class ParleyChat extends HTMLElement {
       this.#showEnded(ended);
       return;
     }
-    this.#error.textContent = err instanceof Error ? err.message : String(err);
+    this.#view.error.textContent = err instanceof Error ? err.message : String(err);
     this.dispatchEvent(new CustomEvent('parley-error', { detail: { code, error: err } }));
   }
 
   #showEnded(status: string, askFeedback = true): void {
     this.#ended = status === 'expired' ? 'expired' : 'closed';
     this.#idle.stop();
-    // Nothing arrives any more: the log is read as it is.
-    this.#log.removeAttribute('aria-busy');
-    this.#confirm.hidden = true;
-    this.#setEnabled(false);
-    this.#notice.textContent =
-      this.#ended === 'expired' ? 'This conversation has expired.' : 'This conversation has ended.';
+    this.#view.showEnded(this.#ended, this.#busy);
     if (askFeedback) this.#offerFeedback(true);
     this.dispatchEvent(new CustomEvent('parley-closed', { detail: { status: this.#ended } }));
   }
 
   #offerFeedback(atEnd = false): void {
-    if (!this.#conv || !(this.#feedback === 'unasked' || (atEnd && this.#feedback === 'later'))) return;
-    this.#feedback = 'shown';
     const conv = this.#conv;
-    const form = feedbackForm(
-      async (choice: FeedbackChoice) => {
-        try {
-          await conv.feedback(choice);
-          this.#feedback = 'done';
-          const thanks = h('div', { class: 'notice', part: 'feedback-thanks', tabindex: '-1' }, 'Thank you!');
-          this.#feedbackSlot.replaceChildren(thanks);
-          thanks.focus();
-        } catch (err) {
-          this.#fail(err);
-        }
-      },
-      () => {
-        // Not now: asked again when the conversation ends.
-        this.#feedback = this.#ended === null ? 'later' : 'done';
-        this.#feedbackSlot.replaceChildren();
-        (this.#ended === null ? this.#input : this.#log).focus();
-      },
-    );
-    this.#feedbackSlot.replaceChildren(form);
+    if (conv) this.#feedback.offer((choice) => conv.feedback(choice), atEnd);
   }
 
   #addAttachment(file: File): void {
     const conv = this.#conv;
     if (!conv || this.#ended !== null) return;
-    const image = file.type.startsWith('image/');
-    const url = image ? URL.createObjectURL(file) : undefined;
-    const remove = h('button', { type: 'button', 'aria-label': `Remove ${file.name}` }, '×');
-    const chip = fileChip(file.name, remove);
-    chip.dataset.state = 'uploading';
-    const abort = new AbortController();
-    const item: Pending = {
-      name: file.name,
-      image,
-      ...(url ? { url } : {}),
-      chip,
-      abort,
-      removed: false,
-      upload: conv.upload(file, file.name, { signal: abort.signal }).then((f) => {
-        chip.dataset.state = 'ready';
-        return f.id;
-      }),
-    };
-    remove.addEventListener('click', () => {
-      // Removed while uploading: the upload stops; a send waiting for it goes without it.
-      item.removed = true;
-      abort.abort();
-      this.#pending = this.#pending.filter((p) => p !== item);
-      if (url) URL.revokeObjectURL(url);
-      chip.remove();
-      this.#input.focus();
-    });
-    item.upload.catch((err) => {
-      if (item.removed) return;
-      this.#pending = this.#pending.filter((p) => p !== item);
-      chip.remove();
-      this.#fail(err);
-    });
-    this.#pending.push(item);
-    this.#pendingList.append(chip);
+    this.#composer.addAttachment(file, conv, (err) => this.#fail(err));
   }
 
   async #submit(): Promise<void> {
     const conv = this.#conv;
-    const text = this.#input.value.trim();
-    if (!conv || this.#busy || this.#ended !== null || (text === '' && this.#pending.length === 0)) return;
+    const composer = this.#composer;
+    const text = composer.input.value.trim();
+    if (!conv || this.#busy || this.#ended !== null || (text === '' && composer.pending.length === 0)) return;
     const life = this.#life.signal;
     this.#busy = true;
-    this.#send.disabled = true;
-    this.#error.textContent = '';
+    composer.send.disabled = true;
+    this.#view.error.textContent = '';
     this.#idle.stop();
     // The attachments chosen so far: one chosen while they finish uploading waits for the next message.
-    const chosen = [...this.#pending];
-    let ids: (string | null)[];
+    const chosen = [...composer.pending];
+    let uploaded: { attachment: Pending; fileId: string }[];
     try {
-      // One removed meanwhile is left out (its upload was stopped).
-      ids = await Promise.all(
-        chosen.map((p) => p.upload.catch((err) => (p.removed ? null : Promise.reject(err)))),
-      );
+      uploaded = await Composer.uploaded(chosen);
     } catch {
       // The failed upload's chip is gone and its error shown; the message waits for the user.
       if (!life.aborted) this.#turnEnded();
       return;
     }
     if (life.aborted) return;
-    const attachments: Pending[] = [];
-    const blocks: Block[] = [];
-    chosen.forEach((p, i) => {
-      const id = ids[i];
-      if (p.removed || !id) return;
-      attachments.push(p);
-      this.#files.set(id, { name: p.name, ...(p.url ? { url: p.url } : {}) });
-      blocks.push({ type: p.image ? 'image' : 'file', file_id: id });
+    const attachments = uploaded.map((u) => u.attachment);
+    const blocks: Block[] = uploaded.map(({ attachment: p, fileId }) => {
+      this.#files.set(fileId, { name: p.name, ...(p.url ? { url: p.url } : {}) });
+      return { type: p.image ? 'image' : 'file', file_id: fileId };
     });
     if (text === '' && attachments.length === 0) return this.#turnEnded();
     if (text !== '') blocks.unshift({ type: 'text', text });
-    // The draft given back by a failed send, unchanged, is the same message: the same key, so that the server
-    // stores it once even if the first send did arrive. Anything else is a new message with a new key.
-    const draft = this.#draft;
-    this.#draft = null;
-    const same =
-      draft !== null &&
-      draft.text === text &&
-      draft.attachments.length === attachments.length &&
-      draft.attachments.every((p, i) => p === attachments[i]);
-    const idempotencyKey = same ? draft.idempotencyKey : newIdempotencyKey();
-    this.#pending = this.#pending.filter((p) => !attachments.includes(p));
-    for (const p of attachments) p.chip.remove();
-    if (this.#input.value.trim() === text) {
-      this.#input.value = '';
-      this.#input.style.height = '';
-    }
-    // Whether sent with Enter or the button (now disabled), the next message is typed here.
-    this.#input.focus();
+    const idempotencyKey = composer.keyFor(text, attachments);
+    composer.sent(text, attachments);
     const mine = messageNode({ role: 'user', content: blocks }, this.#files);
-    this.#log.append(mine);
-    this.#scroll(true);
+    this.#view.log.append(mine);
+    this.#view.scroll(true);
     try {
       const input = attachments.length === 0 ? text : { content: blocks };
       await this.#render(conv.stream(input, { signal: life, idempotencyKey }), mine);
     } catch (err) {
       if (life.aborted) return;
       if (mine.dataset.stored === undefined) {
-        // Nothing known to be stored: give the words and attachments back, so that a retry is one keystroke
-        // away, under the same key (the send may have arrived and only its answer been lost).
+        // Nothing known to be stored: the message goes back to the composer, to be sent again under its key.
         mine.remove();
-        if (this.#input.value === '') this.#input.value = text;
-        this.#pending = [...attachments, ...this.#pending];
-        this.#pendingList.prepend(...attachments.map((p) => p.chip));
-        this.#draft = { text, attachments, idempotencyKey };
+        composer.giveBack(text, attachments, idempotencyKey);
       }
       this.#fail(err);
     } finally {
@@ -549,103 +281,24 @@ export class ParleyChat extends HTMLElement {
     }
   }
 
-  /** Renders one turn's events; `mine` (the user's bubble) gets `data-stored` once the turn has started. */
-  async #render(events: AsyncIterable<TurnEvent>, mine: HTMLElement): Promise<void> {
-    let turnId: string | null = null;
-    let reply: HTMLElement | null = null;
-    let text: Text | null = null;
-    let tools = new Map<string, HTMLElement>();
-    const dropReply = () => {
-      reply?.remove();
-      for (const el of tools.values()) el.remove();
-      reply = null;
-      text = null;
-      tools = new Map();
-    };
-    const onEvent = (ev: TurnEvent) => {
-      switch (ev.event) {
-        case 'turn.started':
-          // The same turn starting again (after an interruption) replays its reply from the start.
-          if (turnId === ev.data.turn_id) dropReply();
-          turnId = ev.data.turn_id;
-          mine.dataset.stored = '';
-          if (ev.data.user_message) mine.dataset.id = ev.data.user_message.id;
-          this.#turn = {
-            conversation: this.#conversationKey,
-            turnId,
-            userMessageId: ev.data.user_message?.id ?? mine.dataset.id,
-          };
-          // Screen readers hear the reply once it is complete, not word by word.
-          this.#log.setAttribute('aria-busy', 'true');
-          break;
-        case 'message.delta':
-          if (!reply || !text) {
-            text = document.createTextNode('');
-            reply = messageNode({ role: 'assistant', content: [] }, this.#files);
-            reply.dataset.streaming = '';
-            reply.querySelector('.text')?.append(text);
-            this.#log.append(reply);
-          }
-          text.appendData(ev.data.delta.text);
-          this.#scroll();
-          break;
-        case 'tool.started': {
-          const step = toolNode(ev.data.name);
-          tools.set(ev.data.call_id, step);
-          this.#log.insertBefore(step, reply);
-          this.#scroll();
-          break;
-        }
-        case 'tool.completed': {
-          const step = tools.get(ev.data.call_id);
-          if (step) settleTool(step, ev.data.name, ev.data.status);
-          break;
-        }
-        case 'message.completed':
-          // The stored reply is the reference: it replaces the text gathered from the deltas.
-          if (reply) {
-            fillMessage(reply, ev.data.message, this.#files);
-            delete reply.dataset.streaming;
-          } else {
-            reply = messageNode(ev.data.message, this.#files);
-            this.#log.append(reply);
-          }
-          this.#scroll();
-          break;
-        case 'turn.completed':
-          this.#log.removeAttribute('aria-busy');
-          if (ev.data.conversation_status !== 'active') this.#showEnded(ev.data.conversation_status);
-          else this.#offerFeedback();
-          break;
-        case 'turn.failed':
-          this.#log.removeAttribute('aria-busy');
-          // Partial text was never stored: it goes, and the error says why.
-          if (ev.data.partial) dropReply();
-          this.#fail(
-            new ParleyError({
-              status: 0,
-              code: ev.data.error.code,
-              errorName: ev.data.error.name,
-              message: ev.data.error.message,
-            }),
-          );
-          break;
-      }
-    };
-    try {
-      for await (const ev of events) onEvent(ev);
-    } finally {
-      // A stream that broke for good leaves what it showed, no longer marked as arriving.
-      if (reply) delete (reply as HTMLElement).dataset.streaming;
-    }
+  /** Renders one turn's events (turn-view.ts); `mine` is the user's bubble. */
+  #render(events: AsyncIterable<TurnEvent>, mine: HTMLElement): Promise<void> {
+    return renderTurn(events, mine, {
+      log: this.#view.log,
+      files: this.#files,
+      scroll: () => this.#view.scroll(),
+      started: (turnId, userMessageId) => {
+        this.#turn = { conversation: conversationKey(this), turnId, userMessageId };
+      },
+      completed: (status) => {
+        if (status !== 'active') this.#showEnded(status);
+        else this.#offerFeedback();
+      },
+      failed: (err) => this.#fail(err),
+    });
   }
 
-  /** One inactivity step at a time, in order: a slow warning is never overtaken by the final step. */
-  #inactivity(step: 'warning' | 'final'): Promise<void> {
-    this.#steps = this.#steps.then(() => this.#inactivityStep(step));
-    return this.#steps;
-  }
-
+  /** One inactivity step (Inactivity runs them in order): its message shown, the conversation ended if it did. */
   async #inactivityStep(step: 'warning' | 'final'): Promise<void> {
     const conv = this.#conv;
     if (!conv || this.#busy || this.#ended !== null) return;
@@ -653,8 +306,8 @@ export class ParleyChat extends HTMLElement {
     try {
       const result = await conv.inactivity(step);
       if (life.aborted) return;
-      this.#log.append(messageNode(result.message, this.#files));
-      this.#scroll();
+      this.#view.log.append(messageNode(result.message, this.#files));
+      this.#view.scroll();
       if (result.conversation_status !== 'active') this.#showEnded(result.conversation_status);
     } catch (err) {
       if (!life.aborted) this.#fail(err);
@@ -671,13 +324,11 @@ export class ParleyChat extends HTMLElement {
       this.#busy = false;
       this.#turn = null;
       this.#showEnded('closed');
-      const first = this.#feedbackSlot.querySelector<HTMLInputElement>('input');
-      (first ?? this.#log).focus();
+      const first = this.#feedback.slot.querySelector<HTMLInputElement>('input');
+      (first ?? this.#view.log).focus();
     } catch (err) {
       this.#fail(err);
-      this.#confirm.hidden = true;
-      this.#terminate.hidden = false;
-      this.#terminate.focus();
+      this.#endControls.restore();
     }
   }
 }

@@ -2,10 +2,10 @@
 // recently used of either kind let go first; and a session's cached history as it follows its commits.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { CachedHistory, messageBytes } from '../../src/actors/cached-history.ts';
-import { ResidentBytes } from '../../src/actors/resident-bytes.ts';
-import { FileCache } from '../../src/agents/file-cache.ts';
-import type { MessageRecord } from '../../src/store/store.ts';
+import { CachedHistory, messageBytes } from '../src/actors/cached-history.ts';
+import { FileCache } from '../src/agents/file-cache.ts';
+import { ResidentBytes } from '../src/resident-bytes.ts';
+import type { MessageRecord } from '../src/store/store.ts';
 
 /** No bound on a history's characters: these tests are about bytes. */
 const anyChars = Number.MAX_SAFE_INTEGER;

@@ -1,0 +1,69 @@
+// Parley's model messages as the AI SDK takes them (ai-sdk-provider.ts sends them): tool calls and results,
+// images and files, and small text files inlined as text; and the tools offered, without `execute`.
+import { type JSONValue, jsonSchema, type ModelMessage as SdkMessage, type ToolSet, tool } from 'ai';
+import { fileBlock } from './prompt.ts';
+import type { ModelMessage, ModelPart, ModelToolResult, ModelToolSpec } from './provider.ts';
+
+// Inlined as text because most compatible servers (vLLM, Ollama, llama.cpp) reject `file` parts.
+const INLINE_MIMES = new Set(['text/plain', 'text/markdown', 'text/csv', 'application/json']);
+
+/** The tools offered, without `execute`: the SDK stops at the model's calls, which the step loop makes. */
+export function toolSet(specs: readonly ModelToolSpec[]): ToolSet {
+  return Object.fromEntries(
+    specs.map((spec) => [
+      spec.name,
+      tool({ description: spec.description, inputSchema: jsonSchema(spec.input_schema) }),
+    ]),
+  );
+}
+
+/** One of Parley's model messages as the SDK's. */
+export function toSdkMessage(message: ModelMessage): SdkMessage {
+  if (message.role === 'tool') {
+    return { role: 'tool', content: message.results.map(toSdkResult) };
+  }
+  if (message.role === 'assistant') {
+    const text = message.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('\n\n');
+    if (!message.tool_calls?.length) return { role: 'assistant', content: text };
+    return {
+      role: 'assistant',
+      content: [
+        ...(text === '' ? [] : [{ type: 'text' as const, text }]),
+        ...message.tool_calls.map((call) => ({
+          type: 'tool-call' as const,
+          toolCallId: call.id,
+          toolName: call.name,
+          input: call.input,
+        })),
+      ],
+    };
+  }
+  return { role: 'user', content: message.content.map(toSdkPart) };
+}
+
+function toSdkResult(result: ModelToolResult) {
+  const value = jsonValue(result.output);
+  return {
+    type: 'tool-result' as const,
+    toolCallId: result.call_id,
+    toolName: result.name,
+    // An error result is flagged as one where the wire can say so (Anthropic's `is_error`).
+    output:
+      result.status === 'ok' ? { type: 'json' as const, value } : { type: 'error-json' as const, value },
+  };
+}
+
+/** A tool's output as JSON: it came as JSON (an HTTP body, an MCP result); a missing one is null. */
+function jsonValue(output: unknown): JSONValue {
+  return JSON.parse(JSON.stringify(output) ?? 'null');
+}
+
+function toSdkPart(part: ModelPart) {
+  if (part.type === 'text') return { type: 'text' as const, text: part.text };
+  const mediaType = part.mime_type;
+  if (part.type === 'file' && INLINE_MIMES.has(mediaType.split(';')[0]?.trim().toLowerCase() ?? '')) {
+    return { type: 'text' as const, text: fileBlock(part.name, part.data.toString('utf8')) };
+  }
+  if (part.type === 'image') return { type: 'image' as const, image: part.data, mediaType };
+  return { type: 'file' as const, data: part.data, mediaType, filename: part.name };
+}
