@@ -2,7 +2,7 @@
 // spoken to over loopback HTTP, with every child tracked so that a failing test cannot leak one.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { cp, mkdir, rm, symlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, sep } from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../support/free-port.ts';
@@ -267,14 +267,18 @@ export function lines(text: string): string[] {
 }
 
 /**
- * A copy of the sources (src/, bin/, package.json; node_modules linked) under a directory whose path
+ * A copy of the sources (src/, bin/, packages/, package.json; node_modules linked) under a directory whose path
  * contains a space, removed when `t` ends: for checking that nothing depends on where it is installed.
  */
 export async function projectCopyWithSpace(t: Pick<TestContext, 'after'>): Promise<string> {
   const root = join(await tempDir(t, 'parley copy-'), 'my parley');
   await mkdir(root);
-  for (const entry of ['src', 'bin', 'package.json', 'tsconfig.json']) {
-    await cp(join(projectRoot, entry), join(root, entry), { recursive: true });
+  for (const entry of ['src', 'bin', 'packages', 'package.json', 'tsconfig.json']) {
+    // packages/ without what a build left (dist/): the service runs the sources.
+    await cp(join(projectRoot, entry), join(root, entry), {
+      recursive: true,
+      filter: (from) => !from.split(sep).includes('dist'),
+    });
   }
   await symlink(join(projectRoot, 'node_modules'), join(root, 'node_modules'), 'dir');
   return root;
