@@ -58,39 +58,45 @@ const failed = (error: Failure) => new Error('detail' in error ? error.detail[0]
 export async function quickStart(baseUrl: string, key: string) {
   const client = createClient<paths>({ baseUrl, headers: { 'X-API-Key': key } });
 
-  const user = await client.POST('/v1/agents/users', { body: { reference: 'quick-start' } });
+  const user = await client.POST('/v1/agents/users', {
+    body: { reference: 'crm-42', name: 'Ada', email: 'ada@example.com' },
+  });
   if (user.error) throw failed(user.error);
 
   const session = await client.POST('/v1/agents/{agent_id}/sessions', {
     params: { path: { agent_id: 'demo' } },
-    body: { user: { reference: 'quick-start' } },
+    body: { user: { reference: 'crm-42' }, context: { plan: 'pro' } },
   });
   if (session.error) throw failed(session.error);
 
   // No role (it defaults to user); the key as HTTP spells it.
   const sent = await client.POST('/v1/agents/sessions/{session_id}/messages', {
-    params: { path: { session_id: session.data.id }, header: { 'Idempotency-Key': 'quick-start-1' } },
+    params: { path: { session_id: session.data.id }, header: { 'Idempotency-Key': '7f3c' } },
     body: { content: 'Hello!' },
   });
   if (sent.error) throw failed(sent.error);
 
-  // No persist (it defaults to true), no role in the messages.
-  const run = await client.POST('/v1/agents/{agent_id}/run', {
-    params: { path: { agent_id: 'demo' } },
-    body: { messages: [{ content: 'What are your opening hours?' }] },
-  });
-  if (run.error) throw failed(run.error);
-
   // The generated type of a binary part is its text; the serializer sends it as a file.
   const file = await client.POST('/v1/agents/files', {
-    body: { file: 'Open 9:00 to 18:00, Monday to Friday.' },
+    body: { file: 'Order A-1042: shipped on 3 March\\n' },
     bodySerializer: (body) => {
       const form = new FormData();
-      form.append('file', new Blob([body.file], { type: 'text/plain' }), 'hours.txt');
+      form.append('file', new Blob([body.file], { type: 'text/plain' }), 'order.txt');
       return form;
     },
   });
   if (file.error) throw failed(file.error);
+
+  // No persist (it defaults to true), no role in the message.
+  const run = await client.POST('/v1/agents/{agent_id}/run', {
+    params: { path: { agent_id: 'demo' } },
+    body: {
+      user: { reference: 'crm-42' },
+      context: { channel: 'email' },
+      messages: [{ content: [{ type: 'text', text: 'Where is my order?' }, { type: 'file', file_id: file.data.id }] }],
+    },
+  });
+  if (run.error) throw failed(run.error);
 
   const text = (message: { content: { type: string; text?: string }[] }) =>
     message.content.map((block) => block.text ?? '').join('');
@@ -98,8 +104,8 @@ export async function quickStart(baseUrl: string, key: string) {
     user: user.data.reference,
     sessionUser: session.data.user?.id === user.data.id,
     sent: text(sent.data.agent_message),
-    ran: run.data.session_id !== session.data.id && text(run.data.agent_message),
     file: [file.data.name, file.data.mime_type, file.data.size],
+    ran: run.data.session_id !== session.data.id && text(run.data.agent_message),
   };
 }
 `;
@@ -156,18 +162,22 @@ describe('a client generated from the OpenAPI document', () => {
     assert.match(text, /^req_\S+ Hello! You said: "Hello from a generated client"/);
   });
 
-  it("runs the quick start's calls without casts: a user, a session, a send with Idempotency-Key and no role, a run without persist, an upload", async () => {
+  it("runs the quick start's calls without casts: a user, a session, a send with Idempotency-Key and no role, an upload, a run on it without persist", async () => {
     const client = await generatedClient<{
       quickStart: (base: string, key: string) => Promise<Record<string, unknown>>;
     }>('quick-start', quickStartSource);
     const seen = await client.quickStart(baseUrl(t), t.apiKey);
     assert.deepEqual(seen, {
-      user: 'quick-start',
+      user: 'crm-42',
       sessionUser: true,
-      sent: 'Hello! You said: "Hello!".',
+      sent: seen.sent,
+      file: ['order.txt', 'text/plain', 33],
       ran: seen.ran,
-      file: ['hours.txt', 'text/plain', 37],
     });
-    assert.match(String(seen.ran), /What are your opening hours\?/);
+    assert.match(String(seen.sent), /^Hello Ada! You said: "Hello!"\. Context: plan: "pro"/);
+    assert.match(
+      String(seen.ran),
+      /You said: "Where is my order\?"\. Context: channel: "email"\. Attachments: 1/,
+    );
   });
 });
