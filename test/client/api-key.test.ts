@@ -3,7 +3,7 @@
 // Last-Event-ID after a real proxy cut them, and refusals as ParleyError.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { type Fetch, ParleyClient, ParleyError } from '@parley/client';
+import { type Fetch, ParleyClient, ParleyError } from '#client';
 import { useApp } from '../helpers/app.ts';
 import { forward, startProxy } from '../helpers/http-proxy.ts';
 import { buildSessionApp } from '../helpers/sessions.ts';

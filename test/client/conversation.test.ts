@@ -3,7 +3,7 @@
 // and a stream cut by a real proxy that the client resumes (or sends again) without the consumer noticing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ParleyConversation, ParleyError, type TurnEvent } from '@parley/client';
+import { ParleyConversation, ParleyError, type TurnEvent } from '#client';
 import { SessionTokens, tokenSecret } from '../../src/auth/session-tokens.ts';
 import { loadConfig } from '../../src/config.ts';
 import { apiKeyIdOf, useApp } from '../helpers/app.ts';

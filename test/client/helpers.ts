@@ -2,12 +2,7 @@
 // enough to cut its stream mid-way), clients of both families pointed at it, and reading a TurnStream.
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
-import {
-  type AnyTurnEvent,
-  ParleyClient,
-  ParleyConversation,
-  type ParleyConversationOptions,
-} from '@parley/client';
+import { type AnyTurnEvent, ParleyClient, ParleyConversation, type ParleyConversationOptions } from '#client';
 import type { TestApp } from '../helpers/app.ts';
 import { testAgents } from '../helpers/sessions.ts';
 

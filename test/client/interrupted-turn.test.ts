@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ParleyClient, type SessionTurnEvent } from '@parley/client';
+import { ParleyClient, type SessionTurnEvent } from '#client';
 import { killLeftoverChildren, type ServiceProcess, startService, tempDir } from '../helpers/process.ts';
 import { deltaText } from './helpers.ts';
 

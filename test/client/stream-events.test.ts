@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
-import { type AnyTurnEvent, ParleyConversation } from '@parley/client';
+import { type AnyTurnEvent, ParleyConversation } from '#client';
 import { conversationMessageSchema, messageSchema, turnEventSchema, usageSchema } from '#schemas';
 import { useApp } from '../helpers/app.ts';
 import { buildSessionApp, testAgents } from '../helpers/sessions.ts';

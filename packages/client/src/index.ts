@@ -4,12 +4,8 @@
 export { ParleyError, type ParleyErrorInit } from './errors.ts';
 export { newIdempotencyKey } from './idempotency.ts';
 export { ParleyClient, type ParleyClientOptions } from './parley-client.ts';
-export {
-  ParleyConversation,
-  type ParleyConversationOptions,
-  type ResumeOptions,
-  type SendOptions,
-} from './parley-conversation.ts';
+export { ParleyConversation, type ParleyConversationOptions } from './parley-conversation.ts';
+export type { ResumeOptions, SendOptions } from './send.ts';
 export type { Fetch } from './transport.ts';
 export { type AnyTurnEvent, type TurnSource, TurnStream, type TurnStreamOptions } from './turn-stream.ts';
 export type * from './types.ts';

@@ -1,9 +1,9 @@
 // ParleyClient: the server-side family (`/v1/agents/…`, X-API-Key), one method per route. For your own
 // backend only: the API key must never reach a browser (a front-end uses ParleyConversation with a token).
-import { newIdempotencyKey } from './idempotency.ts';
-import { messageBody, type ResumeOptions, type SendOptions } from './parley-conversation.ts';
+import type { ResumeOptions, SendOptions, SendRoute } from './send.ts';
+import { resumeEvents, sendForReply, sendStreamed } from './send.ts';
 import { type Fetch, seg, Transport } from './transport.ts';
-import { TurnStream } from './turn-stream.ts';
+import type { TurnStream } from './turn-stream.ts';
 import type {
   AgentReply,
   ChatRequest,
@@ -196,14 +196,7 @@ export class ParleyClient {
 
   /** POST /v1/agents/sessions/{session_id}/messages, with an Idempotency-Key (given or new). */
   sendMessage(sessionId: string, input: SendInput, options: SendOptions = {}): Promise<AgentReply> {
-    return this.#t.json({
-      method: 'POST',
-      path: `/v1/agents/sessions/${seg(sessionId)}/messages`,
-      json: messageBody(input),
-      headers: { 'idempotency-key': options.idempotencyKey ?? newIdempotencyKey() },
-      idempotent: true,
-      signal: options.signal,
-    });
+    return sendForReply(this.#route(sessionId), input, options);
   }
 
   /** POST /v1/agents/sessions/{session_id}/messages/stream: the turn's events, resumed across breaks. */
@@ -212,33 +205,12 @@ export class ParleyClient {
     input: SendInput,
     options: SendOptions = {},
   ): TurnStream<SessionTurnEvent> {
-    const key = options.idempotencyKey ?? newIdempotencyKey();
-    const body = messageBody(input);
-    return new TurnStream<SessionTurnEvent>(
-      {
-        send: (signal) =>
-          this.#t.request({
-            method: 'POST',
-            path: `/v1/agents/sessions/${seg(sessionId)}/messages/stream`,
-            json: body,
-            headers: { 'idempotency-key': key },
-            accept: 'text/event-stream',
-            idempotent: true,
-            noNetworkRetry: true,
-            signal,
-          }),
-        resume: (turnId, after, signal) => this.#events(sessionId, turnId, after, signal),
-      },
-      { signal: options.signal, maxReconnects: this.#maxReconnects },
-    );
+    return sendStreamed(this.#route(sessionId), input, options);
   }
 
   /** GET /v1/agents/sessions/{session_id}/turns/{turn_id}/events: the turn's events after `after`. */
   resumeTurn(sessionId: string, turnId: string, options: ResumeOptions = {}): TurnStream<SessionTurnEvent> {
-    return new TurnStream<SessionTurnEvent>(
-      { resume: (id, after, signal) => this.#events(sessionId, id, after, signal) },
-      { turnId, after: options.after, signal: options.signal, maxReconnects: this.#maxReconnects },
-    );
+    return resumeEvents(this.#route(sessionId), turnId, options);
   }
 
   /**
@@ -347,6 +319,15 @@ export class ParleyClient {
       idempotent: true,
       ...o,
     });
+  }
+
+  #route(sessionId: string): SendRoute {
+    return {
+      transport: this.#t,
+      messages: `/v1/agents/sessions/${seg(sessionId)}/messages`,
+      events: (turnId, after, signal) => this.#events(sessionId, turnId, after, signal),
+      maxReconnects: this.#maxReconnects,
+    };
   }
 
   #events(

@@ -1,9 +1,10 @@
 // ParleyConversation: the public family (`/v1/public/agents/conversations/{id}/…`) as a front-end uses it, with
 // the conversation's session token (Authorization: Bearer), refreshed through the caller's callback when the
 // server says it expired. Never holds an API key.
-import { newIdempotencyKey } from './idempotency.ts';
+import type { ResumeOptions, SendOptions, SendRoute } from './send.ts';
+import { resumeEvents, sendForReply, sendStreamed } from './send.ts';
 import { type Fetch, seg, Transport } from './transport.ts';
-import { TurnStream } from './turn-stream.ts';
+import type { TurnStream } from './turn-stream.ts';
 import type {
   Conversation,
   ConversationFile,
@@ -14,7 +15,6 @@ import type {
   FeedbackCreate,
   InactivityResult,
   InactivityStep,
-  MessageCreate,
   PageQuery,
   SendInput,
   TerminateResult,
@@ -40,26 +40,11 @@ export interface ParleyConversationOptions {
   maxReconnects?: number | undefined;
 }
 
-export interface SendOptions {
-  /** Default: a new random key; every retry of this send (and every resume of its stream) reuses it. */
-  idempotencyKey?: string | undefined;
-  signal?: AbortSignal | undefined;
-}
-
-export interface ResumeOptions {
-  /** The last event id received (`<turn_id>:<seq>`); without it, the whole turn from turn.started. */
-  after?: string | undefined;
-  signal?: AbortSignal | undefined;
-}
-
-export const messageBody = (input: SendInput): MessageCreate =>
-  typeof input === 'string' ? { content: input } : input;
-
 export class ParleyConversation {
   readonly conversationId: string;
   readonly #transport: Transport;
   readonly #path: string;
-  readonly #maxReconnects: number | undefined;
+  readonly #route: SendRoute;
   #token: string;
   #refreshing: Promise<void> | null = null;
 
@@ -67,7 +52,6 @@ export class ParleyConversation {
     this.conversationId = options.conversationId;
     this.#token = options.token;
     this.#path = `/v1/public/agents/conversations/${seg(options.conversationId)}`;
-    this.#maxReconnects = options.maxReconnects;
     const refreshToken = options.refreshToken;
     this.#transport = new Transport({
       baseUrl: options.baseUrl,
@@ -78,6 +62,12 @@ export class ParleyConversation {
         ...(refreshToken ? { refresh: () => this.#refresh(refreshToken) } : {}),
       },
     });
+    this.#route = {
+      transport: this.#transport,
+      messages: `${this.#path}/messages`,
+      events: (turnId, after, signal) => this.#events(turnId, after, signal),
+      maxReconnects: options.maxReconnects,
+    };
   }
 
   /** The token in use: the one given, or the latest the refresh callback returned. */
@@ -97,37 +87,12 @@ export class ParleyConversation {
 
   /** Sends a message (a string is `{ content }`) and resolves the agent's reply (the 201 answer). */
   send(input: SendInput, options: SendOptions = {}): Promise<ConversationReply> {
-    return this.#transport.json({
-      method: 'POST',
-      path: `${this.#path}/messages`,
-      json: messageBody(input),
-      headers: { 'idempotency-key': options.idempotencyKey ?? newIdempotencyKey() },
-      idempotent: true,
-      signal: options.signal,
-    });
+    return sendForReply(this.#route, input, options);
   }
 
   /** Sends a message and streams the turn's events; see TurnStream for resumption. */
   stream(input: SendInput, options: SendOptions = {}): TurnStream {
-    const key = options.idempotencyKey ?? newIdempotencyKey();
-    const body = messageBody(input);
-    return new TurnStream(
-      {
-        send: (signal) =>
-          this.#transport.request({
-            method: 'POST',
-            path: `${this.#path}/messages/stream`,
-            json: body,
-            headers: { 'idempotency-key': key },
-            accept: 'text/event-stream',
-            idempotent: true,
-            noNetworkRetry: true,
-            signal,
-          }),
-        resume: (turnId, after, signal) => this.#events(turnId, after, signal),
-      },
-      { signal: options.signal, maxReconnects: this.#maxReconnects },
-    );
+    return sendStreamed(this.#route, input, options);
   }
 
   /**
@@ -135,10 +100,7 @@ export class ParleyConversation {
    * ends with turn.completed or turn.failed (a turn_interrupted failure included: send it again to finish it).
    */
   resume(turnId: string, options: ResumeOptions = {}): TurnStream {
-    return new TurnStream(
-      { resume: (id, after, signal) => this.#events(id, after, signal) },
-      { turnId, after: options.after, signal: options.signal, maxReconnects: this.#maxReconnects },
-    );
+    return resumeEvents(this.#route, turnId, options);
   }
 
   /** A page of the conversation's messages, oldest first. */

@@ -58,6 +58,8 @@ async function bundleWidget(
         },
       },
     ],
+    // The workspace packages' TypeScript sources (their `parley-source` export), not a build of them.
+    conditions: ['parley-source'],
     bundle: true,
     format: 'esm',
     platform: 'browser',

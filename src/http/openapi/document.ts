@@ -1,6 +1,7 @@
 // The OpenAPI 3.1 document, generated from the zod route schemas and completed from operations.ts
-// (operationIds, descriptions, response descriptions with the error codes of each status, response headers)
-// and with an example for every JSON body, served at /openapi.json with a docs page at /docs.
+// (operationIds, descriptions, response descriptions with the error codes of each status, response headers),
+// with an example for every JSON body and as code generators need it (for-generators.ts), served at
+// /openapi.json with a docs page at /docs.
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
@@ -9,6 +10,7 @@ import { z } from 'zod';
 import { contentBlockDocumented } from '#schemas';
 import { errorCatalogue } from '../../errors.ts';
 import { VERSION } from '../../version.ts';
+import { describeDefaults, nameHeaders } from './for-generators.ts';
 import { describeStatus, genericErrors, type OperationDoc, operationDocs } from './operations.ts';
 
 type Json = Record<string, unknown>;
@@ -251,6 +253,10 @@ export function completeDocument(doc: Json): Json {
   documentContentBlocks(named);
   documentTurnEvents(named);
   exampleAnswers(doc, named);
+  nameHeaders(paths);
+  describeDefaults(named);
+  for (const item of Object.values(paths))
+    for (const op of Object.values(item)) describeDefaults(op.requestBody);
   return doc;
 }
 

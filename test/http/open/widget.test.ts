@@ -46,6 +46,20 @@ describe('GET /widget.js', () => {
     assert.ok(res.body.length < 40 * 1024, `${res.body.length} bytes`);
   });
 
+  it("exports the client beside the element: every runtime export of @parley/client but ParleyClient (an API key's)", async () => {
+    const res = await t.app.inject({ url: '/widget.js' });
+    const exported = [...res.body.matchAll(/export\s*\{([^}]*)\}/g)].flatMap((m) =>
+      (m[1] ?? '').split(',').map((entry) =>
+        entry
+          .trim()
+          .split(/\s+as\s+/)
+          .at(-1),
+      ),
+    );
+    const client = Object.keys(await import('#client')).filter((name) => name !== 'ParleyClient');
+    assert.deepEqual(exported.sort(), ['ParleyChat', ...client].sort());
+  });
+
   it('sends it gzipped to a client that takes gzip, under an ETag of its own', async () => {
     const plain = await t.app.inject({ url: '/widget.js' });
     const res = await t.app.inject({
