@@ -1,6 +1,7 @@
-// W5: two Parley processes sharing one SQLite store through Redis leases (DESIGN.md §10). The W1 send to the
-// sessions' owner (direct) vs through the other process (forwarded), then how long after a kill -9 of the
-// owner its sessions answer again through the survivor.
+// W5: two Parley processes sharing one SQLite store through Redis leases
+// (docs/internals/architecture.md#sharding-and-ownership). The W1 send to the sessions' owner (direct) vs
+// through the other process (forwarded), then how long after a kill -9 of the owner its sessions answer again
+// through the survivor.
 import { randomBytes } from 'node:crypto';
 import { findRedisServer } from '../support/redis-server.ts';
 import {

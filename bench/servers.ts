@@ -77,7 +77,10 @@ export interface ParleyOptions {
   dataDir?: string;
   /** The bootstrap API key, so processes sharing a data dir accept the same key. */
   apiKey?: string;
-  /** Cluster mode (DESIGN.md §10): Redis for the leases; the process announces its own URL to its peers. */
+  /**
+   * Cluster mode (docs/internals/architecture.md#sharding-and-ownership): Redis for the leases; the process
+   * announces its own URL to its peers.
+   */
   cluster?: { redisUrl: string; tokenSecret: string };
   /** More of the child's environment (limits, timeouts), applied last. */
   env?: Record<string, string>;

@@ -134,8 +134,9 @@ export interface Config {
   /** Whether GET /demo serves a chat page on the `demo` agent (PARLEY_DEMO; on by default for one SQLite node). */
   readonly demo: boolean;
   /**
-   * Webhooks (DESIGN §15): whether endpoints may be on private or loopback addresses (on by default for one
-   * SQLite node), and the waits between a delivery's attempts (after the last one it is failed).
+   * Webhooks (docs/internals/decisions.md#webhooks): whether endpoints may be on private or loopback
+   * addresses (on by default for one SQLite node), and the waits between a delivery's attempts (after the
+   * last one it is failed).
    */
   readonly webhooks: { readonly allowPrivate: boolean; readonly retryScheduleMs: readonly number[] };
   /**

@@ -1,9 +1,9 @@
 // The bytes a process keeps for its sessions between requests, cached histories and file contents alike,
-// under one bound (PARLEY_MAX_RESIDENT_BYTES, DESIGN §16): whatever takes room pushes out the least recently
-// used holdings of either kind. An owner holds bytes under a key and is told, through `release`, when they go.
-// The bound is the process's: when its resident set grows past 85% of it (requests in flight, the
-// runtime, garbage not yet collected), the holdings make room for the rest, down to a tenth of the bound,
-// and take it back as it is freed.
+// under one bound (PARLEY_MAX_RESIDENT_BYTES, docs/internals/decisions.md#resident-memory): whatever takes
+// room pushes out the least recently used holdings of either kind. An owner holds bytes under a key and is
+// told, through `release`, when they go. The bound is the process's: when its resident set grows past 85% of
+// it (requests in flight, the runtime, garbage not yet collected), the holdings make room for the rest, down
+// to a tenth of the bound, and take it back as it is freed.
 
 interface Holding {
   bytes: number;

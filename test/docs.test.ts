@@ -2,7 +2,7 @@
 // relative link and anchor leads somewhere, the README stays short, and the docs speak in the project's own
 // words. (The README's quick start is run for real in quick-start.test.ts.)
 import assert from 'node:assert/strict';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../src/config.ts';
@@ -112,6 +112,44 @@ describe('the documentation files', () => {
         `${file} cites a file outside the repository`,
       );
     }
+  });
+});
+
+/** The code, tests and scripts whose comments point into docs/ (packages' sources included). */
+function codeFiles(): string[] {
+  const roots = ['src', 'test', 'bench', 'scripts', 'support', 'bin', 'packages'];
+  return roots.flatMap((dir) =>
+    readdirSync(join(projectRoot, dir), { recursive: true, encoding: 'utf8' })
+      .filter((f) => /\.(ts|js)$/.test(f) && !/(^|\/)(node_modules|dist)\//.test(f))
+      .map((f) => join(dir, f)),
+  );
+}
+
+describe('the code', () => {
+  const files = codeFiles();
+
+  it('points only at docs files and headings that exist', () => {
+    const problems: string[] = [];
+    for (const file of files) {
+      const text = readFileSync(join(projectRoot, file), 'utf8');
+      for (const m of text.matchAll(/\bdocs\/[\w./-]+\.md(?:#[\w-]+)?/g)) {
+        const [path = '', anchor] = m[0].split('#', 2);
+        if (!existsSync(join(projectRoot, path))) problems.push(`${file}: ${m[0]} (no ${path})`);
+        else if (anchor !== undefined && !anchors(readDoc(path)).has(anchor))
+          problems.push(`${file}: ${m[0]} (no heading #${anchor})`);
+      }
+    }
+    assert.deepEqual(problems, []);
+  });
+
+  it('cites no section of a design or specification file outside the repository', () => {
+    // This file names the pattern it looks for.
+    const cites = files.filter(
+      (file) =>
+        file !== 'test/docs.test.ts' &&
+        /\bDESIGN\b|\bSPEC\b|SPEC\.md|§/.test(readFileSync(join(projectRoot, file), 'utf8')),
+    );
+    assert.deepEqual(cites, []);
   });
 });
 

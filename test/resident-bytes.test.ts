@@ -1,5 +1,6 @@
-// The resident bytes of a process (DESIGN §16): histories and file contents under one bound, the least
-// recently used of either kind let go first; and a session's cached history as it follows its commits.
+// The resident bytes of a process (docs/internals/decisions.md#resident-memory): histories and file contents
+// under one bound, the least recently used of either kind let go first; and a session's cached history as it
+// follows its commits.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { CachedHistory, messageBytes } from '../src/actors/cached-history.ts';

@@ -1,6 +1,7 @@
-// A graceful stop of the service as a real process (DESIGN §16): SIGTERM drains within a few seconds plus
-// the running turns, whatever connections clients left open, and a turn running at the SIGTERM is still
-// completed and stored. Clients are raw sockets, so that each leaves its connection exactly as written.
+// A graceful stop of the service as a real process (docs/internals/decisions.md#graceful-stop): SIGTERM
+// drains within a few seconds plus the running turns, whatever connections clients left open, and a turn
+// running at the SIGTERM is still completed and stored. Clients are raw sockets, so that each leaves its
+// connection exactly as written.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

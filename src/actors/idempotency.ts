@@ -1,5 +1,6 @@
-// Idempotency-Key (DESIGN.md §5), all in one place: the request's fingerprint, what an earlier attempt under
-// the key left (its record read once per send), and what a turn commits so that a retry can be answered.
+// Idempotency-Key (docs/internals/decisions.md#idempotency-key), all in one place: the request's fingerprint,
+// what an earlier attempt under the key left (its record read once per send), and what a turn commits so that
+// a retry can be answered.
 import { createHash } from 'node:crypto';
 import { AppError } from '../errors.ts';
 import type { SessionWrite, Store } from '../store/store.ts';

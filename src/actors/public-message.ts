@@ -19,7 +19,10 @@ export interface PublicMessage {
   /** Null on messages no model produced: the user's, authored and inactivity messages. */
   stop_reason: StopReason | null;
   usage: MessageUsage | null;
-  /** The turn's tool calls (DESIGN §13); null on messages no model produced. */
+  /**
+   * The turn's tool calls (docs/internals/decisions.md#tool-calls-on-messages); null on messages no model
+   * produced.
+   */
   tool_calls: ToolCallSummary[] | null;
 }
 
@@ -35,8 +38,9 @@ export const publicMessage = (m: MessageRecord): PublicMessage => ({
 });
 
 /**
- * A message as the public family shows it: without metadata, which is the integrator's (DESIGN.md §3), and
- * without its tool calls unless the agent exposes them (`expose_tools`).
+ * A message as the public family shows it: without metadata, which is the integrator's
+ * (docs/internals/decisions.md#message-metadata-is-the-integrators), and without its tool calls unless the
+ * agent exposes them (`expose_tools`).
  */
 export type ConversationMessage = Omit<PublicMessage, 'metadata' | 'tool_calls'> &
   Partial<Pick<PublicMessage, 'tool_calls'>>;

@@ -35,7 +35,7 @@ export interface ResidentActorsOptions {
   /** The machine with the host's actions provided: one for every session. */
   machine: SessionMachine;
   metrics: ActorMetrics;
-  /** Most actors kept in memory (DESIGN.md §10: 50,000). */
+  /** Most actors kept in memory (docs/internals/architecture.md#session-actors: 50,000). */
   maxResident: number;
   /** The bytes the process keeps for its sessions: their histories count against it. */
   resident: ResidentBytes;

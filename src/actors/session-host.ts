@@ -31,7 +31,7 @@ export interface SessionHostOptions {
   coordinator: Coordinator;
   run: OperationRunner;
   metrics: ActorMetrics;
-  /** Most actors kept in memory (DESIGN.md §10: 50,000). */
+  /** Most actors kept in memory (docs/internals/architecture.md#session-actors: 50,000). */
   maxResident: number;
   /** The bytes kept for sessions between requests (histories, file contents), under one bound. */
   resident: ResidentBytes;

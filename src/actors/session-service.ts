@@ -48,7 +48,8 @@ export type Authorize = (session: SessionRecord) => void;
 
 /**
  * Throws unless the caller may touch the conversation `file` was uploaded in: a file is answered like its
- * session (DESIGN §16). A pool file (no session) is the whole tenant's.
+ * session (docs/internals/decisions.md#files-and-scoped-keys). A pool file (no session) is the whole
+ * tenant's.
  */
 export async function authorizeFile(
   store: Store,

@@ -1,8 +1,9 @@
-// The step loop of a turn (DESIGN §13): each step is one model call; when the model asks for tools, the
-// calls are committed before any runs, run in parallel, and each result is committed as it arrives. A turn
-// retried under its Idempotency-Key goes on from what is committed: a stored result is not asked for again,
-// a call without one is made again under the same Idempotency-Key. After `max_steps` tool steps the model is
-// called once more without tools. What the model writes in every step is the reply's text.
+// The step loop of a turn (docs/internals/decisions.md#the-durable-step-loop): each step is one model call;
+// when the model asks for tools, the calls are committed before any runs, run in parallel, and each result is
+// committed as it arrives. A turn retried under its Idempotency-Key goes on from what is committed: a stored
+// result is not asked for again, a call without one is made again under the same Idempotency-Key. After
+// `max_steps` tool steps the model is called once more without tools. What the model writes in every step is
+// the reply's text.
 import type { AgentConfig } from '../agents/catalogue.ts';
 import type { ModelMessage, ModelReply, ModelToolCall, ModelToolSpec, Usage } from '../agents/provider.ts';
 import { mayCallTools } from '../machines/session.ts';
@@ -40,7 +41,10 @@ export interface StepsTurn {
 
 /** Between the texts of two steps, as stored and as streamed. */
 const STEP_SEPARATOR = '\n\n';
-/** Calls of one step that are kept and made; the model's further ones are dropped (DESIGN §16: every cost bounded). */
+/**
+ * Calls of one step that are kept and made; the model's further ones are dropped
+ * (docs/internals/decisions.md#every-cost-bounded).
+ */
 export const MAX_CALLS_PER_STEP = 16;
 
 /** What one model call asked for: tool calls to make, with the text it wrote before them, or the end. */

@@ -23,7 +23,10 @@ import {
 /** The SDK's provider options: `{ openai: {...}, anthropic: {...} }`. */
 type ProviderOptions = NonNullable<Parameters<typeof streamText>[0]['providerOptions']>;
 
-/** What an agent sets for every call (DESIGN §13), passed through as the SDK names them. */
+/**
+ * What an agent sets for every call (docs/internals/decisions.md#providers-and-model-settings), passed
+ * through as the SDK names them.
+ */
 export interface CallSettings {
   temperature?: number;
   topP?: number;

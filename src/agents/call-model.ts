@@ -1,7 +1,8 @@
-// Every model call goes through here: an AbortSignal, a total timeout and a stall timeout (no text for
-// too long, the wait for the first byte included), and one mapping of failures to the catalogue (DESIGN §13):
-// 504 agent_timeout; by upstream status 502 agent_misconfigured (401, 403), 503 agent_rate_limited (429),
-// 502 agent_rejected (other 4xx), 502 agent_unavailable (5xx, or no answer).
+// Every model call goes through here: an AbortSignal, a total timeout and a stall timeout (no text for too
+// long, the wait for the first byte included), and one mapping of failures to the catalogue
+// (docs/internals/decisions.md#provider-failures): 504 agent_timeout; by upstream status 502
+// agent_misconfigured (401, 403), 503 agent_rate_limited (429), 502 agent_rejected (other 4xx), 502
+// agent_unavailable (5xx, or no answer).
 import { AppError } from '../errors.ts';
 import { type ModelReply, type ModelRequest, type Provider, ProviderError } from './provider.ts';
 

@@ -1,5 +1,6 @@
-// How an agent's tools are declared in the catalogue (DESIGN §13): HTTP tools, MCP servers (streamable HTTP or
-// stdio) and the step loop's bound. zod schemas, checked at start with the rest of the catalogue.
+// How an agent's tools are declared in the catalogue (docs/guides/tools.md): HTTP tools, MCP servers
+// (streamable HTTP or stdio) and the step loop's bound. zod schemas, checked at start with the rest of the
+// catalogue.
 import { z } from 'zod';
 
 /** The names every provider takes for a function (OpenAI's rule, the strictest). */
@@ -62,7 +63,10 @@ export const isStdioServer = (server: McpServerConfig): server is McpStdioServer
 export const agentToolFields = {
   tools: z.array(httpToolSchema).max(128).default([]),
   mcp_servers: z.array(mcpServerSchema).max(16).default([]),
-  /** Model calls that may ask for tools in one turn; then one more without tools (DESIGN §13). */
+  /**
+   * Model calls that may ask for tools in one turn; then one more without tools
+   * (docs/internals/decisions.md#the-durable-step-loop).
+   */
   max_steps: z.number().int().min(1).max(32).default(8),
   /** Whether the public family sees the turn's tool calls (SSE tool events, `tool_calls`). */
   expose_tools: z.boolean().default(false),

@@ -27,7 +27,10 @@ const agentFields = z.strictObject({
   name: z.string().min(1).max(200).optional(),
   instructions: z.string().max(100_000).default(''),
   provider: z.enum(['scripted', 'openai', 'openai-compatible', 'anthropic']).default('scripted'),
-  /** Required for every provider but `scripted` (DESIGN §13): a default would be sent as a model name. */
+  /**
+   * Required for every provider but `scripted` (docs/internals/decisions.md#providers-and-model-settings): a
+   * default would be sent as a model name.
+   */
   model: z.string().min(1).max(200).optional(),
   /**
    * The API's base URL: openai's default is OPENAI_BASE_URL, else https://api.openai.com/v1; anthropic's
@@ -46,7 +49,10 @@ const agentFields = z.strictObject({
   seed: z.number().int().optional(),
   /** Passed through to the provider as the AI SDK's providerOptions: `{ openai: {...} }`, `{ anthropic: {...} }`. */
   provider_options: z.record(z.string(), z.record(z.string(), z.json())).optional(),
-  /** Tokens kept free for the reply, and sent as the reply's limit (DESIGN §13). */
+  /**
+   * Tokens kept free for the reply, and sent as the reply's limit
+   * (docs/internals/decisions.md#providers-and-model-settings).
+   */
   max_tokens: z.number().int().min(1).max(1_000_000).default(1024),
   /** Tokens the model takes, prompt and reply: the history is trimmed to fit (context-window.ts). */
   context_window: z.number().int().min(256).max(10_000_000).default(8192),

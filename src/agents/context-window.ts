@@ -1,5 +1,6 @@
-// The context window (DESIGN §13): which of a turn's history fits the agent's `context_window` with its
-// `max_tokens` kept free for the reply, by estimated tokens, and whether a new message can fit at all.
+// The context window (docs/internals/decisions.md#the-context-window): which of a turn's history fits the
+// agent's `context_window` with its `max_tokens` kept free for the reply, by estimated tokens, and whether a
+// new message can fit at all.
 import type { ContentBlock, MessageRecord } from '../store/store.ts';
 import { ProviderError } from './provider.ts';
 import { type CountTokens, loadTokenCounter } from './token-count.ts';

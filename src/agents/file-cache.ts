@@ -1,8 +1,8 @@
-// The file bytes a process keeps between turns, bounded in bytes, least recently used out first: a turn
-// reads from the store only the files it does not already have (DESIGN §16). What it keeps also counts
-// against the process's resident bytes, which may take a file back for a history used more recently.
-// A file's bytes never change under its id, so an entry cannot go stale; a deleted file is noticed by its
-// metadata, which turns still read.
+// The file bytes a process keeps between turns, bounded in bytes, least recently used out first: a turn reads
+// from the store only the files it does not already have (docs/internals/decisions.md#files-a-turn-sends).
+// What it keeps also counts against the process's resident bytes, which may take a file back for a history
+// used more recently. A file's bytes never change under its id, so an entry cannot go stale; a deleted file
+// is noticed by its metadata, which turns still read.
 import type { ResidentBytes } from '../resident-bytes.ts';
 
 export class FileCache {

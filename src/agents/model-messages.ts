@@ -1,7 +1,8 @@
-// The conversation as the model sees it: stored messages with their files read from the tenant pool.
-// A file deleted since it was sent becomes a placeholder, so old turns stay readable. A turn attaches at
-// most its budget of file bytes, newest first; older files become a placeholder too (DESIGN §16), and the
-// bytes come from the process's file cache when it has them.
+// The conversation as the model sees it: stored messages with their files read from the tenant pool. A file
+// deleted since it was sent becomes a placeholder, so old turns stay readable. A turn attaches at most its
+// budget of file bytes, newest first; older files become a placeholder too
+// (docs/internals/decisions.md#files-a-turn-sends), and the bytes come from the process's file cache when it
+// has them.
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { MessageRecord, Store, StoredFile } from '../store/store.ts';
 import type { FileCache } from './file-cache.ts';

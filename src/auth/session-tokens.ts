@@ -1,6 +1,7 @@
-// Session tokens of the public family: short-lived HS256 JWTs (jose) that name one conversation, its
-// tenant and agent (DESIGN.md §7), and the API key that minted them (`kid`): a token dies with its key
-// (DESIGN.md §16). Only this module signs or reads them; the algorithm is pinned on verify.
+// Session tokens of the public family: short-lived HS256 JWTs (jose) that name one conversation, its tenant
+// and agent (docs/internals/decisions.md#session-tokens), and the API key that minted them (`kid`): a token
+// dies with its key (docs/internals/decisions.md#a-token-dies-with-its-key). Only this module signs or reads
+// them; the algorithm is pinned on verify.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

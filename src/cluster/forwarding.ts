@@ -16,7 +16,10 @@ import type { Coordinator, Route } from './coordinator.ts';
 export const HOP_HEADER = 'x-parley-hop';
 export const NODE_HEADER = 'x-parley-node';
 
-/** How long a request waits for a shard without an owner before 503 (DESIGN.md §10). */
+/**
+ * How long a request waits for a shard without an owner before 503
+ * (docs/internals/architecture.md#forwarding).
+ */
 const OWNER_WAIT_MS = 2000;
 const OWNER_POLL_MS = 50;
 

@@ -1,7 +1,8 @@
-// Shard ownership across processes (DESIGN.md §10): membership keys with a TTL, rendezvous hashing of the
-// 1,024 shards over live members, leases taken with SET NX PX and renewed by an atomic script, epochs
-// issued by the database, and self-fencing on a monotonic clock before a lease can expire in Redis. This
-// module holds the leases and decides, round by round; redis-leases.ts holds the keys and the commands.
+// Shard ownership across processes (docs/internals/architecture.md#sharding-and-ownership): membership keys
+// with a TTL, rendezvous hashing of the 1,024 shards over live members, leases taken with SET NX PX and
+// renewed by an atomic script, epochs issued by the database, and self-fencing on a monotonic clock before a
+// lease can expire in Redis. This module holds the leases and decides, round by round; redis-leases.ts holds
+// the keys and the commands.
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';

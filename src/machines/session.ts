@@ -1,9 +1,11 @@
-// The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running
-// and an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a
-// time) and the Idempotency-Keys in flight. A running send goes through steps (DESIGN §13): the model
-// thinks, and when it asks for tools the turn acts until every call's result is committed, then thinks again. The host provides `operate` (starts one operation and sends DONE
-// once it has finished) and the actions that answer waiting callers. Lasting changes come in as events only
-// after their commit; the snapshot each commit stores is computed from it (session-snapshot.ts).
+// The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running and
+// an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a time)
+// and the Idempotency-Keys in flight. A running send goes through steps
+// (docs/internals/decisions.md#the-durable-step-loop): the model thinks, and when it asks for tools the turn
+// acts until every call's result is committed, then thinks again. The host provides `operate` (starts one
+// operation and sends DONE once it has finished) and the actions that answer waiting callers. Lasting changes
+// come in as events only after their commit; the snapshot each commit stores is computed from it
+// (session-snapshot.ts).
 import { type ActorRefFrom, assign, type SnapshotFrom, setup } from 'xstate';
 // A session's lifecycle status: the machine's states, and the session row's `status` column.
 import type { SessionStatus } from '#schemas';
@@ -36,7 +38,7 @@ export interface SessionInput {
   sessionId: string;
   /** Epoch milliseconds after which the session counts as expired. */
   expiresAt: number;
-  /** Operations that may wait behind the running one (DESIGN.md §4: 8). */
+  /** Operations that may wait behind the running one (docs/internals/decisions.md#turns: 8). */
   maxWaiting?: number;
 }
 
@@ -295,7 +297,8 @@ export function statusOf(snapshot: SessionSnapshot): SessionStatus {
 
 /**
  * Whether the running turn may still offer the model its tools: fewer than `maxSteps` tool steps are
- * committed. At `maxSteps` the model is called once more without tools (DESIGN §13).
+ * committed. At `maxSteps` the model is called once more without tools
+ * (docs/internals/decisions.md#the-durable-step-loop).
  */
 export const mayCallTools = (snapshot: SessionSnapshot, maxSteps: number): boolean =>
   snapshot.context.steps < maxSteps;

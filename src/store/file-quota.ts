@@ -1,5 +1,5 @@
-// Upload quotas (DESIGN §16): whether a new file fits its conversation's and its tenant's room, judged
-// from the usage both stores read in the transaction that would store it.
+// Upload quotas (docs/internals/decisions.md#upload-quotas): whether a new file fits its conversation's and
+// its tenant's room, judged from the usage both stores read in the transaction that would store it.
 import { AppError } from '../errors.ts';
 import type { Row } from './rows.ts';
 import type { FileQuota, NewFile } from './store.ts';

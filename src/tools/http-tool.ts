@@ -1,6 +1,6 @@
-// HTTP tools (DESIGN §13): a tool call is a signed JSON POST to the integrator's URL, answered with a bounded
-// JSON result. Every way the tool can fail becomes an `error` outcome for the model; only the turn's abort
-// rejects.
+// HTTP tools (docs/guides/tools.md#http-tools): a tool call is a signed JSON POST to the integrator's URL,
+// answered with a bounded JSON result. Every way the tool can fail becomes an `error` outcome for the model;
+// only the turn's abort rejects.
 import { Webhook } from 'standardwebhooks';
 import { Agent, request as httpRequest } from 'undici';
 import type { HttpToolConfig } from '../agents/catalogue-tools.ts';

@@ -1,7 +1,7 @@
-// Which of an MCP server's tools are offered (mcp-tools.ts lists them at each connection and on list_changed):
-// every page of the listing read, the catalogue's allow-list applied, and what a server sends bounded (DESIGN
-// §16): the tools per server, their names, the size of their descriptions and input schemas. What was left out
-// is told in one warning.
+// Which of an MCP server's tools are offered (mcp-tools.ts lists them at each connection and on
+// list_changed): every page of the listing read, the catalogue's allow-list applied, and what a server sends
+// bounded (docs/internals/decisions.md#every-cost-bounded): the tools per server, their names, the size of
+// their descriptions and input schemas. What was left out is told in one warning.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { mcpToolName } from '../agents/catalogue-tools.ts';

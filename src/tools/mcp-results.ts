@@ -1,5 +1,6 @@
-// What an MCP tool's result is to the model (DESIGN §13): its structured content, or its content parts made
-// plain, as one bounded ToolOutcome. Separate from mcp-tools.ts, which holds the connection.
+// What an MCP tool's result is to the model (docs/guides/tools.md#mcp-tools): its structured content, or its
+// content parts made plain, as one bounded ToolOutcome. Separate from mcp-tools.ts, which holds the
+// connection.
 import type {
   CallToolResult,
   CompatibilityCallToolResult,

@@ -1,7 +1,7 @@
-// The tools of an agent's MCP servers (DESIGN §13), through the official SDK's client: a connection to each
-// server (streamable HTTP or a stdio child, mcp-transport.ts), its tools offered as `<server>__<tool>`
-// (mcp-listing.ts), the list kept current on list_changed, and a connection that drops made again on the next
-// call (mcp-calls.ts). A failing server gives error outcomes, never a throw.
+// The tools of an agent's MCP servers (docs/guides/tools.md#mcp-tools), through the official SDK's client: a
+// connection to each server (streamable HTTP or a stdio child, mcp-transport.ts), its tools offered as
+// `<server>__<tool>` (mcp-listing.ts), the list kept current on list_changed, and a connection that drops
+// made again on the next call (mcp-calls.ts). A failing server gives error outcomes, never a throw.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';

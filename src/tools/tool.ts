@@ -2,7 +2,7 @@
 // tools of MCP servers (mcp-tools.ts) both are Tools; an agent's are gathered in agent-tools.ts.
 import type { ModelToolSpec } from '../agents/provider.ts';
 
-/** Tool results are bounded: a larger one is given to the model as an error (DESIGN §13). */
+/** Tool results are bounded: a larger one is given to the model as an error (docs/guides/tools.md#limits). */
 export const MAX_TOOL_RESULT_BYTES = 64 * 1024;
 
 export interface ToolCallRequest {
@@ -34,6 +34,9 @@ export interface Tool {
   call(request: ToolCallRequest): Promise<ToolOutcome>;
 }
 
-/** The Idempotency-Key a tool sees for a call: the same on every attempt of the call (DESIGN §13). */
+/**
+ * The Idempotency-Key a tool sees for a call: the same on every attempt of the call
+ * (docs/guides/tools.md#exactly-once).
+ */
 export const idempotencyKeyOf = (request: Pick<ToolCallRequest, 'turnId' | 'callId'>) =>
   `${request.turnId}:${request.callId}`;

@@ -1,6 +1,7 @@
-// Keeps webhooks off private networks (DESIGN §15): an endpoint's URL is checked when it is created, and the
-// address a delivery connects to is checked again at connection time, so that a name which later resolves to
-// a private address (DNS rebinding) is refused too — unless PARLEY_WEBHOOK_ALLOW_PRIVATE is on.
+// Keeps webhooks off private networks (docs/internals/decisions.md#webhooks): an endpoint's URL is checked
+// when it is created, and the address a delivery connects to is checked again at connection time, so that a
+// name which later resolves to a private address (DNS rebinding) is refused too — unless
+// PARLEY_WEBHOOK_ALLOW_PRIVATE is on.
 import { lookup as dnsLookup } from 'node:dns';
 import { lookup as lookupAll } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';

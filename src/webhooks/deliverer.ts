@@ -1,9 +1,9 @@
-// The webhook deliverer (DESIGN §15): every `pollMs`, or at once when woken, it takes the due deliveries of
-// the shards this process serves from the outbox, sends them (a few at a time) and records each attempt:
-// delivered on a 2xx, otherwise pending until the next wait of the retry schedule, or failed once the
-// schedule is spent. The store hands out only the first pending delivery of an endpoint and ordering key,
-// so a session's events reach an endpoint in order. One round at a time; a failed round is logged and the
-// next retries.
+// The webhook deliverer (docs/internals/decisions.md#webhooks): every `pollMs`, or at once when woken, it
+// takes the due deliveries of the shards this process serves from the outbox, sends them (a few at a time)
+// and records each attempt: delivered on a 2xx, otherwise pending until the next wait of the retry schedule,
+// or failed once the schedule is spent. The store hands out only the first pending delivery of an endpoint
+// and ordering key, so a session's events reach an endpoint in order. One round at a time; a failed round is
+// logged and the next retries.
 import type { DueWebhookDelivery, Store, WebhookAttempt } from '../store/store.ts';
 import type { AttemptResult, WebhookSender } from './sender.ts';
 import type { WebhookMetrics } from './webhook-metrics.ts';

@@ -1,5 +1,6 @@
-// When a webhook delivery that failed is tried again (DESIGN §15): the waits after attempt 1, 2, …, and the
-// parser of PARLEY_WEBHOOK_RETRY_SCHEDULE. Once the attempts outnumber the waits, the delivery has failed.
+// When a webhook delivery that failed is tried again (docs/internals/decisions.md#webhooks): the waits after
+// attempt 1, 2, …, and the parser of PARLEY_WEBHOOK_RETRY_SCHEDULE. Once the attempts outnumber the waits,
+// the delivery has failed.
 
 const SECOND = 1000;
 const MINUTE = 60 * SECOND;

@@ -1,6 +1,7 @@
-// One attempt of a webhook delivery (DESIGN §15): a Standard Webhooks signed POST of the stored payload, no
-// redirect followed, bounded in time and in the bytes of the answer read. Loaded only once a delivery is
-// due (deliverer.ts imports it then), so that a process without webhooks never loads undici for it.
+// One attempt of a webhook delivery (docs/internals/decisions.md#webhooks): a Standard Webhooks signed POST
+// of the stored payload, no redirect followed, bounded in time and in the bytes of the answer read. Loaded
+// only once a delivery is due (deliverer.ts imports it then), so that a process without webhooks never loads
+// undici for it.
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import { errorCode, readBounded } from '../outbound/bounded-read.ts';

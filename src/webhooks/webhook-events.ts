@@ -1,5 +1,6 @@
-// The events Parley reports to webhooks (DESIGN §15), each built where the change it reports is committed and
-// queued in that change's transaction. The payload is written once, when queued, as every attempt sends it.
+// The events Parley reports to webhooks (docs/internals/decisions.md#webhooks), each built where the change
+// it reports is committed and queued in that change's transaction. The payload is written once, when queued,
+// as every attempt sends it.
 
 import { newId } from '../ids.ts';
 import { shardOf } from '../shards.ts';

@@ -1,7 +1,8 @@
-// Acceptance: Idempotency-Key across a crash of the owning process (DESIGN.md §5, §10). The service runs as
-// a real child process with a slow scripted agent; a send is killed with SIGKILL after its user message was
-// committed and before the reply was, and the same send retried on the restarted service completes the
-// turn without storing the user message twice. Spoken to over loopback HTTP with undici.
+// Acceptance: Idempotency-Key across a crash of the owning process
+// (docs/internals/decisions.md#idempotency-key, docs/internals/architecture.md#sharding-and-ownership). The
+// service runs as a real child process with a slow scripted agent; a send is killed with SIGKILL after its
+// user message was committed and before the reply was, and the same send retried on the restarted service
+// completes the turn without storing the user message twice. Spoken to over loopback HTTP with undici.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,6 +1,7 @@
-// The providers on the AI SDK against a fake server that speaks each wire protocol (DESIGN §13): replies
-// stream with usage and a stop reason; failures come back as ProviderErrors with the upstream status, its
-// message and Retry-After; a 429 or 5xx before the first token is retried.
+// The providers on the AI SDK against a fake server that speaks each wire protocol
+// (docs/guides/agents.md#providers): replies stream with usage and a stop reason; failures come back as
+// ProviderErrors with the upstream status, its message and Retry-After; a 429 or 5xx before the first token
+// is retried.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type RemoteProviderKind, remoteProvider } from '../../src/agents/ai-sdk-provider.ts';

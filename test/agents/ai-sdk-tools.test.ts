@@ -1,6 +1,7 @@
 // Tool calls through the providers on the AI SDK, against a fake server that streams each protocol's own
-// tool-call form (DESIGN §13): the agent's tools go out as the wire names them, the model's calls come back
-// with Parley's ids and parsed inputs, and the next step sends the calls and their results back, ids joined.
+// tool-call form (docs/guides/tools.md#the-step-loop): the agent's tools go out as the wire names them, the
+// model's calls come back with Parley's ids and parsed inputs, and the next step sends the calls and their
+// results back, ids joined.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type RemoteProviderKind, remoteProvider } from '../../src/agents/ai-sdk-provider.ts';

@@ -1,5 +1,6 @@
-// The catalogue's tool fields (DESIGN §13): an agent's HTTP tools, MCP servers, max_steps and expose_tools,
-// their defaults, and the check at start that names every mistake of the agents file on a line of its own.
+// The catalogue's tool fields (docs/guides/tools.md): an agent's HTTP tools, MCP servers, max_steps and
+// expose_tools, their defaults, and the check at start that names every mistake of the agents file on a line
+// of its own.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
-// How a provider's failure reaches a client (DESIGN §13): by the upstream status, a code a client can act
-// on, with the upstream status and message in `context`, and the upstream's Retry-After on a 429.
+// How a provider's failure reaches a client (docs/internals/decisions.md#provider-failures): by the upstream
+// status, a code a client can act on, with the upstream status and message in `context`, and the upstream's
+// Retry-After on a 429.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { providerFailure } from '../../src/agents/call-model.ts';

@@ -1,6 +1,6 @@
-// Agents on real wire protocols, end to end through the app, against a fake model server (DESIGN §13):
-// an anthropic agent answers and streams; a model that refuses images leaves the session usable; upstream
-// failures reach the client as codes it can act on, plain and streamed.
+// Agents on real wire protocols, end to end through the app, against a fake model server
+// (docs/guides/agents.md#providers): an anthropic agent answers and streams; a model that refuses images
+// leaves the session usable; upstream failures reach the client as codes it can act on, plain and streamed.
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type FakeModelServer, startFakeModelServer } from '../../support/fake-model-server.ts';

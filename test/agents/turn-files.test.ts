@@ -1,6 +1,7 @@
-// The files a turn sends the model (DESIGN §16): newest first within PARLEY_MAX_TURN_FILE_BYTES, older ones
-// as a placeholder line and never read; bytes kept in a per-process cache bounded by PARLEY_FILE_CACHE_BYTES,
-// so a later turn does not read them again. Reads are counted by wrapping the real store's method.
+// The files a turn sends the model (docs/internals/decisions.md#files-a-turn-sends): newest first within
+// PARLEY_MAX_TURN_FILE_BYTES, older ones as a placeholder line and never read; bytes kept in a per-process
+// cache bounded by PARLEY_FILE_CACHE_BYTES, so a later turn does not read them again. Reads are counted by
+// wrapping the real store's method.
 import assert from 'node:assert/strict';
 import { beforeEach, describe, test } from 'node:test';
 import { FileCache } from '../../src/agents/file-cache.ts';

@@ -1,12 +1,13 @@
-// Acceptance of issue 6, failover: a load of sequence-numbered, idempotent sends over three processes
-// while the owner of some shards is SIGKILLed (and restarted), another is SIGSTOPped for twice the lease
-// TTL, and Redis itself is restarted empty. Afterwards every acknowledged send must be stored exactly once
-// with exactly one reply, in order, and no message may have been committed under a stale fencing epoch
-// (DESIGN.md §10). Half of the sessions belong to an agent with a key-honouring HTTP tool, and every third
-// send of theirs calls it: each such acknowledged turn's call must have taken effect exactly once
-// (DESIGN §13). The SIGKILL comes while a call of one of the victim's sessions waits for the tool's answer,
-// so that at least one turn is resumed by the new owner and its call made again under its key. The lease
-// TTL is 3 s, so that the whole run stays near a minute.
+// Acceptance of issue 6, failover: a load of sequence-numbered, idempotent sends over three processes while
+// the owner of some shards is SIGKILLed (and restarted), another is SIGSTOPped for twice the lease TTL, and
+// Redis itself is restarted empty. Afterwards every acknowledged send must be stored exactly once with
+// exactly one reply, in order, and no message may have been committed under a stale fencing epoch
+// (docs/internals/architecture.md#sharding-and-ownership). Half of the sessions belong to an agent with a
+// key-honouring HTTP tool, and every third send of theirs calls it: each such acknowledged turn's call must
+// have taken effect exactly once (docs/internals/decisions.md#the-durable-step-loop). The SIGKILL comes while
+// a call of one of the victim's sessions waits for the tool's answer, so that at least one turn is resumed by
+// the new owner and its call made again under its key. The lease TTL is 3 s, so that the whole run stays near
+// a minute.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';

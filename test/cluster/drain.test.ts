@@ -1,9 +1,9 @@
-// The drain of a cluster process that was once frozen (issue 15, DESIGN §16): one SIGSTOPped past its leases,
-// then SIGCONTed, took 19–23 s to exit after SIGTERM where the others took about 1 s. What holds a closing
-// process is the connections clients left on it: Node's server.close() closes only those idle at that
-// instant and stops timing out the others. Here the woken process keeps a connection made while it was
-// frozen and never used, a kept-alive one answered when it woke and a stream no longer read; it must still
-// exit within a few seconds plus the running turn, and the turn must be stored.
+// The drain of a cluster process that was once frozen (issue 15, docs/internals/decisions.md#graceful-stop):
+// one SIGSTOPped past its leases, then SIGCONTed, took 19–23 s to exit after SIGTERM where the others took
+// about 1 s. What holds a closing process is the connections clients left on it: Node's server.close() closes
+// only those idle at that instant and stops timing out the others. Here the woken process keeps a connection
+// made while it was frozen and never used, a kept-alive one answered when it woke and a stream no longer
+// read; it must still exit within a few seconds plus the running turn, and the turn must be stored.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { startCluster } from '../helpers/cluster.ts';

@@ -1,7 +1,8 @@
 // Acceptance of issue 6, routing: several real processes on one Redis and one store, where any process
-// accepts any request and the owner of the session's shard serves it (DESIGN.md §10). Checks who answered
-// through `x-parley-node`, and that forwarding changes nothing a client can see: JSON, event streams and
-// multipart uploads read the same through any process.
+// accepts any request and the owner of the session's shard serves it
+// (docs/internals/architecture.md#forwarding). Checks who answered through `x-parley-node`, and that
+// forwarding changes nothing a client can see: JSON, event streams and multipart uploads read the same
+// through any process.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
@@ -235,8 +236,9 @@ test('three processes sharing one SQLite file route every session request to its
       );
       assert.deepEqual(expect(stored, 200), completed);
 
-      // The same streamed send retried through a third process replays the turn (DESIGN.md §5): the
-      // same turn, user message and completed message, under the same event ids.
+      // The same streamed send retried through a third process replays the turn
+      // (docs/internals/decisions.md#idempotency-key): the same turn, user message and completed message,
+      // under the same event ids.
       const replay = await stream(cluster, 2, forwarded.id, text, 'same-events');
       assert.equal(replay.answer.headers['idempotent-replayed'], 'true');
       assert.equal(replay.answer.node, direct.node);

@@ -1,8 +1,9 @@
-// Acceptance of issue 17 (DESIGN §13, durable step loop): a tool call in flight when the owner of its session
-// is SIGKILLed. The send is retried under its Idempotency-Key through another process, the new owner resumes
-// the turn from what was committed and calls the tool again under the same key, so a tool that honours the
-// key takes effect once, and the turn is stored once with its one tool call. And of a step's two parallel
-// calls, the one whose result was committed before the SIGKILL is not called again: only the other is.
+// Acceptance of issue 17 (docs/internals/decisions.md#the-durable-step-loop, durable step loop): a tool call
+// in flight when the owner of its session is SIGKILLed. The send is retried under its Idempotency-Key through
+// another process, the new owner resumes the turn from what was committed and calls the tool again under the
+// same key, so a tool that honours the key takes effect once, and the turn is stored once with its one tool
+// call. And of a step's two parallel calls, the one whose result was committed before the SIGKILL is not
+// called again: only the other is.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, type TestContext, test } from 'node:test';

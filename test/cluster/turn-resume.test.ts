@@ -1,8 +1,9 @@
-// Acceptance of issue 18 (resume, DESIGN §14) on three real processes sharing SQLite, with Redis leases: a
-// client drops a stream after its third event, the owner of the session is SIGKILLed, and the client resumes
-// with Last-Event-ID through another process. When the turn had finished before the kill, the new owner
-// replays exactly the remaining events from the store; when the owner died mid-turn, the resumed stream tells
-// the turn's outcome (turn_interrupted) and the same send under the same Idempotency-Key finishes that turn.
+// Acceptance of issue 18 (resume, docs/guides/streaming.md#resuming-a-dropped-stream) on three real processes
+// sharing SQLite, with Redis leases: a client drops a stream after its third event, the owner of the session
+// is SIGKILLed, and the client resumes with Last-Event-ID through another process. When the turn had finished
+// before the kill, the new owner replays exactly the remaining events from the store; when the owner died
+// mid-turn, the resumed stream tells the turn's outcome (turn_interrupted) and the same send under the same
+// Idempotency-Key finishes that turn.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, type TestContext, test } from 'node:test';

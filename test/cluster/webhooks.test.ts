@@ -1,7 +1,8 @@
-// Acceptance of webhooks (DESIGN §15) on three real processes with Redis leases, on SQLite and PostgreSQL:
-// a session.closed delivery reaches a real receiver, verified, within seconds of the terminate, sent by one
-// process only; and when the owner is SIGKILLed right after the terminate was acknowledged (its delivery
-// unsent, or in flight and never answered), the process that takes the shard over delivers it.
+// Acceptance of webhooks (docs/internals/decisions.md#webhooks) on three real processes with Redis leases, on
+// SQLite and PostgreSQL: a session.closed delivery reaches a real receiver, verified, within seconds of the
+// terminate, sent by one process only; and when the owner is SIGKILLed right after the terminate was
+// acknowledged (its delivery unsent, or in flight and never answered), the process that takes the shard over
+// delivers it.
 import assert from 'node:assert/strict';
 import { after, type TestContext, test } from 'node:test';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';

@@ -1,7 +1,8 @@
-// A local Parley cluster for end-to-end tests (issue 6, DESIGN.md §10): a private Redis, one shared store
-// (a SQLite file in one data directory, or a fresh PostgreSQL database) and N real processes on loopback,
-// each knowing its own URL. Reads the shard leases straight from Redis, so that a test can tell who owns
-// what without asking the processes it is about to kill.
+// A local Parley cluster for end-to-end tests (issue 6,
+// docs/internals/architecture.md#sharding-and-ownership): a private Redis, one shared store (a SQLite file in
+// one data directory, or a fresh PostgreSQL database) and N real processes on loopback, each knowing its own
+// URL. Reads the shard leases straight from Redis, so that a test can tell who owns what without asking the
+// processes it is about to kill.
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';

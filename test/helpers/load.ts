@@ -130,7 +130,7 @@ export async function createSessions(urls: readonly string[], apiKey: string, co
 /** What the built-in `demo` agent (scripted provider) answers to a message, in a session with no context. */
 export const demoReply = (text: string) => `Hello! You said: "${text}".`;
 
-/** A tool call as a reply shows it (DESIGN §13). */
+/** A tool call as a reply shows it (docs/internals/decisions.md#tool-calls-on-messages). */
 export interface ToolCallSeen {
   id: string;
   name: string;

@@ -1,6 +1,6 @@
 // A private `redis-server` per test, on a free loopback port and with nothing persisted, for the cluster
-// tests (DESIGN.md §12). Without the binary the test is skipped with the reason, except under CI=true,
-// where that is a failure.
+// tests (docs/internals/testing.md). Without the binary the test is skipped with the reason, except under
+// CI=true, where that is a failure.
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -105,10 +105,11 @@ class StreamReader {
 }
 
 /**
- * A stream's events as what they tell, place by place (DESIGN §6 ids: a unit is a character of reply text or a
- * tool event, and an event's seq is 1 + the units up to its end): a delta with id `t:n` and text of length k
- * holds places n-k … n-1, every other event the place seq - 1. Two streams of one turn tell the same iff these
- * are equal, however their text was cut into deltas.
+ * A stream's events as what they tell, place by place (event ids:
+ * docs/guides/streaming.md#event-ids-disconnects-and-replays; a unit is a character of reply text or a tool
+ * event, and an event's seq is 1 + the units up to its end): a delta with id `t:n` and text of length k holds
+ * places n-k … n-1, every other event the place seq - 1. Two streams of one turn tell the same iff these are
+ * equal, however their text was cut into deltas.
  */
 export function placesOf(events: readonly SseEvent[]): Map<number, string> {
   const places = new Map<number, string>();

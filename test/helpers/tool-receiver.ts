@@ -1,7 +1,7 @@
-// A real HTTP tool on loopback that honours the Idempotency-Key (DESIGN §13), for tests of tool calls across
-// crashes and failovers: it records every call, takes effect once per key (a repeated key is answered with
-// the stored result), and can hold its answers (all, or those a test picks) so that a test acts while a call
-// is in flight.
+// A real HTTP tool on loopback that honours the Idempotency-Key (docs/guides/tools.md#exactly-once), for
+// tests of tool calls across crashes and failovers: it records every call, takes effect once per key (a
+// repeated key is answered with the stored result), and can hold its answers (all, or those a test picks) so
+// that a test acts while a call is in flight.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';

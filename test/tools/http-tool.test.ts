@@ -1,6 +1,6 @@
-// HTTP tools against a real receiver on loopback (DESIGN §13): the signed call an integrator gets, the same
-// Idempotency-Key on every attempt, and each way a tool can fail given back as an error outcome, bounded in
-// bytes and time; only the turn's abort rejects.
+// HTTP tools against a real receiver on loopback (docs/guides/tools.md#http-tools): the signed call an
+// integrator gets, the same Idempotency-Key on every attempt, and each way a tool can fail given back as an
+// error outcome, bounded in bytes and time; only the turn's abort rejects.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';

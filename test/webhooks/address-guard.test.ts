@@ -1,6 +1,6 @@
-// The private-address guard of webhooks (DESIGN §15): which addresses count as private in IPv4, IPv6 and
-// IPv4-mapped IPv6, how an endpoint's URL is judged when it is created, and the lookup that refuses a name
-// resolving to a private address when a delivery connects.
+// The private-address guard of webhooks (docs/internals/decisions.md#webhooks): which addresses count as
+// private in IPv4, IPv6 and IPv4-mapped IPv6, how an endpoint's URL is judged when it is created, and the
+// lookup that refuses a name resolving to a private address when a delivery connects.
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { test } from 'node:test';

@@ -1,6 +1,7 @@
-// The webhook deliverer (DESIGN §15) against a real SqliteStore and a real receiver on loopback: what a
-// delivery carries and how it is signed, retries on the schedule until delivered or failed, order per
-// session, timeouts, the private-address guard, the shards it serves, its concurrency, and stopping.
+// The webhook deliverer (docs/internals/decisions.md#webhooks) against a real SqliteStore and a real receiver
+// on loopback: what a delivery carries and how it is signed, retries on the schedule until delivered or
+// failed, order per session, timeouts, the private-address guard, the shards it serves, its concurrency, and
+// stopping.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Webhook } from 'standardwebhooks';

@@ -1,4 +1,5 @@
-// The webhook retry schedule (DESIGN §15): the default waits, and PARLEY_WEBHOOK_RETRY_SCHEDULE's parser.
+// The webhook retry schedule (docs/internals/decisions.md#webhooks): the default waits, and
+// PARLEY_WEBHOOK_RETRY_SCHEDULE's parser.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from '../../src/webhooks/retry-schedule.ts';

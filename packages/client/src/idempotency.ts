@@ -1,5 +1,5 @@
 // Idempotency-Keys for sends: one random UUID per send, reused by every retry of it, so that a retry never
-// stores the message twice (DESIGN.md §5).
+// stores the message twice (docs/internals/decisions.md#idempotency-key).
 
 /** A random UUID v4; crypto.randomUUID where it exists (it needs a secure context in browsers). */
 export function newIdempotencyKey(): string {

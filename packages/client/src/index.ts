@@ -1,6 +1,7 @@
-// @parley/client: the typed client of Parley's two HTTP families (DESIGN.md §14). ParleyClient speaks the
-// server-side family with an API key; ParleyConversation the public one with a session token. Both throw
-// ParleyError, retry 429/503 after Retry-After, and stream turns as TurnStreams that resume dropped connections.
+// @parley/client: the typed client of Parley's two HTTP families (docs/internals/decisions.md#front-end-kit).
+// ParleyClient speaks the server-side family with an API key; ParleyConversation the public one with a
+// session token. Both throw ParleyError, retry 429/503 after Retry-After, and stream turns as TurnStreams
+// that resume dropped connections.
 export { ParleyError, type ParleyErrorInit } from './errors.ts';
 export { newIdempotencyKey } from './idempotency.ts';
 export { ParleyClient, type ParleyClientOptions } from './parley-client.ts';

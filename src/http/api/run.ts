@@ -1,5 +1,6 @@
-// Run an agent once: a new session holding the given messages, and the agent's reply to them. The session
-// is persisted and stays active (SPEC.md: `persist: false` is accepted and, in v1, still persists).
+// Run an agent once: a new session holding the given messages, and the agent's reply to them. The session is
+// persisted and stays active (`persist: false` is accepted and, in this version of the API, still persists:
+// docs/internals/decisions.md#run).
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authErrors, runRequest, runResult, turnErrors } from '#schemas';

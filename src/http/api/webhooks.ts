@@ -1,6 +1,6 @@
-// Webhook endpoints of a tenant (DESIGN §15), managed with an API key for every agent: register (the secret
-// is shown once), list, read, delete, and each endpoint's deliveries. Deliveries are sent by
-// src/webhooks/deliverer.ts from the outbox the changes write.
+// Webhook endpoints of a tenant (docs/internals/decisions.md#webhooks), managed with an API key for every
+// agent: register (the secret is shown once), list, read, delete, and each endpoint's deliveries. Deliveries
+// are sent by src/webhooks/deliverer.ts from the outbox the changes write.
 import { randomBytes } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';

@@ -1,6 +1,7 @@
-// The listener's connections through a graceful stop (DESIGN.md §16): nothing a client leaves open may hold
-// the process up, and an answer in progress still gets its time. Node's server.close() closes only the
-// connections idle at that instant and stops timing out the others, so it waits for whatever clients keep.
+// The listener's connections through a graceful stop (docs/internals/decisions.md#graceful-stop): nothing a
+// client leaves open may hold the process up, and an answer in progress still gets its time. Node's
+// server.close() closes only the connections idle at that instant and stops timing out the others, so it
+// waits for whatever clients keep.
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';

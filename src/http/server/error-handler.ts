@@ -1,5 +1,5 @@
-// Every failure leaves as the SPEC's error envelope (or the 422 `detail` body), including the ones
-// Fastify and its plugins produce: unknown route, bad JSON, body too large, wrong content type.
+// Every failure leaves as the error envelope (docs/reference/errors.md) (or the 422 `detail` body), including
+// the ones Fastify and its plugins produce: unknown route, bad JSON, body too large, wrong content type.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { AppError, type ErrorCode, errorCatalogue, ValidationError } from '../../errors.ts';
 

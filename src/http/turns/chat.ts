@@ -1,8 +1,8 @@
-// The AI SDK's chat protocol on both families (DESIGN.md §14): `POST <path>` takes the body `useChat` sends
-// through DefaultChatTransport, sends its newest user message with the send routes' turn (sessions.send with
-// an observer: same semantics, same errors, JSON before the stream starts), and answers with the UI message
-// stream, framed by the SDK's own helpers. The Idempotency-Key is the header, else the user message's id, so
-// that the SDK's retries replay the stored reply instead of running a second turn.
+// The AI SDK's chat protocol on both families (docs/guides/ai-sdk.md): `POST <path>` takes the body `useChat`
+// sends through DefaultChatTransport, sends its newest user message with the send routes' turn (sessions.send
+// with an observer: same semantics, same errors, JSON before the stream starts), and answers with the UI
+// message stream, framed by the SDK's own helpers. The Idempotency-Key is the header, else the user message's
+// id, so that the SDK's retries replay the stored reply instead of running a second turn.
 import type { FinishReason, UIMessageChunk } from 'ai';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';

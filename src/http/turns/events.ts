@@ -1,8 +1,9 @@
-// A turn's log as Server-Sent Events (DESIGN.md §6), from any point of it. Event ids are `<turn_id>:<seq>`:
-// turn.started is 0; a delta's seq is 1 + the units told up to its end, where a unit is a character of reply
-// text or (where the caller sees them) a tool event; message.completed and turn.completed (or turn.failed)
-// follow at +2 and +3. So an id names a place in the turn whatever the deltas' sizes were, and a stream
-// resumed after it (Last-Event-ID) sends exactly what follows, from a live turn or a replayed one alike.
+// A turn's log as Server-Sent Events (docs/internals/decisions.md#streaming), from any point of it. Event ids
+// are `<turn_id>:<seq>`: turn.started is 0; a delta's seq is 1 + the units told up to its end, where a unit
+// is a character of reply text or (where the caller sees them) a tool event; message.completed and
+// turn.completed (or turn.failed) follow at +2 and +3. So an id names a place in the turn whatever the
+// deltas' sizes were, and a stream resumed after it (Last-Event-ID) sends exactly what follows, from a live
+// turn or a replayed one alike.
 import { type MessageView, publicMessage } from '../../actors/public-message.ts';
 import { AppError } from '../../errors.ts';
 import type { TurnLog } from './log.ts';

@@ -1,8 +1,9 @@
-// Resuming a turn's stream (DESIGN.md §14): `GET <session>/turns/{turn_id}/events` sends the events after
-// `Last-Event-ID` (or `?after=`, the same full id `<turn_id>:<seq>`): followed live while this process runs
-// the turn, replayed from the store once it is finished. Routed to the session's owner like every session
-// route, so it works through any process and after the session moved: a turn whose process died is stored
-// without its reply, and its stream ends in turn_interrupted.
+// Resuming a turn's stream (docs/guides/streaming.md#resuming-a-dropped-stream): `GET
+// <session>/turns/{turn_id}/events` sends the events after `Last-Event-ID` (or `?after=`, the same full id
+// `<turn_id>:<seq>`): followed live while this process runs the turn, replayed from the store once it is
+// finished. Routed to the session's owner like every session route, so it works through any process and after
+// the session moved: a turn whose process died is stored without its reply, and its stream ends in
+// turn_interrupted.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authErrors, sseResponse } from '#schemas';

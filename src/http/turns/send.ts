@@ -1,8 +1,8 @@
 // What the message routes of both families share, parameterised by the family: sending a message and getting
 // the agent's reply, as one JSON answer (201) or as Server-Sent Events, and a page of a session's messages.
-// The families differ in how a request names its session and in whether the sender is the end user (who
-// sees messages without their metadata).
-// Idempotency-Key is honoured (DESIGN.md §5); a replayed answer says so in Idempotent-Replayed.
+// The families differ in how a request names its session and in whether the sender is the end user (who sees
+// messages without their metadata). Idempotency-Key is honoured
+// (docs/internals/decisions.md#idempotency-key); a replayed answer says so in Idempotent-Replayed.
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -37,8 +37,9 @@ export interface SendFamily {
   /** How the request's caller sees messages, and whether it sees tool calls (SSE tool events). */
   view(request: FastifyRequest): { message: MessageView; tools: boolean };
   /**
-   * Sent with a session token: only the user speaks (DESIGN.md §4), and content blocks may name only files
-   * uploaded in this conversation; the answers show messages without their metadata.
+   * Sent with a session token: only the user speaks (docs/internals/decisions.md#who-may-speak), and content
+   * blocks may name only files uploaded in this conversation; the answers show messages without their
+   * metadata.
    */
   endUser: boolean;
 }

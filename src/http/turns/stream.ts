@@ -1,7 +1,8 @@
-// A turn as a stream of events (DESIGN.md §6): turn.started once the user's message is stored, message.delta
-// as the model writes, message.completed once the reply is stored, then turn.completed; or turn.failed. Tool
-// events (`tool.started`, `tool.completed`) are sent only where the caller sees tool calls. The turn's log is
-// listed in LiveTurns while it runs, so that a dropped client can resume it (resume.ts) from any event.
+// A turn as a stream of events (docs/internals/decisions.md#streaming): turn.started once the user's message
+// is stored, message.delta as the model writes, message.completed once the reply is stored, then
+// turn.completed; or turn.failed. Tool events (`tool.started`, `tool.completed`) are sent only where the
+// caller sees tool calls. The turn's log is listed in LiveTurns while it runs, so that a dropped client can
+// resume it (resume.ts) from any event.
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { TurnObserver } from '../../actors/operation-context.ts';
 import type { MessageView } from '../../actors/public-message.ts';

@@ -2,7 +2,10 @@
 // written by session commits: see SessionWrite), and the summary a model's reply shows of them.
 import type { MessageUsage } from './common.ts';
 
-/** A tool call as an assistant message shows it (DESIGN §13): what was asked, what came back. */
+/**
+ * A tool call as an assistant message shows it (docs/internals/decisions.md#tool-calls-on-messages): what was
+ * asked, what came back.
+ */
 export interface ToolCallSummary {
   id: string;
   name: string;

@@ -162,8 +162,9 @@ export const sqliteMigrations: readonly Migration[] = [
   {
     version: 5,
     name: 'tool calls',
-    // A turn's tool calls, each committed before it runs and completed with its result (DESIGN §13): what a
-    // turn resumed after a crash reads. The finished reply keeps them too, as its messages' tool_calls (JSON).
+    // A turn's tool calls, each committed before it runs and completed with its result
+    // (docs/internals/decisions.md#the-durable-step-loop): what a turn resumed after a crash reads. The
+    // finished reply keeps them too, as its messages' tool_calls (JSON).
     sql: `
       ALTER TABLE messages ADD COLUMN tool_calls TEXT;
       CREATE TABLE tool_calls (
@@ -197,9 +198,10 @@ export const sqliteMigrations: readonly Migration[] = [
     version: 7,
     name: 'webhooks',
     // A tenant's endpoints (events: a JSON array of types) and the outbox of their deliveries, written in the
-    // transaction of the change each event reports (DESIGN §15). Deliveries of one endpoint and ordering key
-    // go out in rowid order: only the first pending one has a next_attempt_at, the next gets one when it is
-    // done (webhook-sql.ts). So the due index holds only those first ones, however long a backlog is.
+    // transaction of the change each event reports (docs/internals/decisions.md#webhooks). Deliveries of one
+    // endpoint and ordering key go out in rowid order: only the first pending one has a next_attempt_at, the
+    // next gets one when it is done (webhook-sql.ts). So the due index holds only those first ones, however
+    // long a backlog is.
     sql: `
       CREATE TABLE webhooks (
         id TEXT PRIMARY KEY,

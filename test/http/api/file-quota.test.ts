@@ -1,5 +1,6 @@
-// Upload quotas over HTTP (DESIGN §16): a conversation's files and bytes, and a tenant's bytes, each with
-// its own 413; a refused upload stores nothing, and deleting a file gives its room back.
+// Upload quotas over HTTP (docs/internals/decisions.md#upload-quotas): a conversation's files and bytes, and
+// a tenant's bytes, each with its own 413; a refused upload stores nothing, and deleting a file gives its
+// room back.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { loadConfig } from '../../../src/config.ts';

@@ -1,6 +1,7 @@
-// A key scoped to some agents and the files of other agents' conversations (DESIGN §16): such a file is
-// answered like its conversation (403 agent_forbidden), is not listed and cannot be attached; pool files
-// stay the whole tenant's, and a key for every agent sees everything.
+// A key scoped to some agents and the files of other agents' conversations
+// (docs/internals/decisions.md#files-and-scoped-keys): such a file is answered like its conversation (403
+// agent_forbidden), is not listed and cannot be attached; pool files stay the whole tenant's, and a key for
+// every agent sees everything.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openConversation } from '../../helpers/conversations.ts';

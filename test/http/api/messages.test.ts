@@ -1,5 +1,6 @@
-// Messages of a session (server-side family): send one and get the agent's reply, the Idempotency-Key
-// rules of DESIGN.md §5, and reading messages back — every status each route answers.
+// Messages of a session (server-side family): send one and get the agent's reply, the Idempotency-Key rules
+// of docs/internals/decisions.md#idempotency-key, and reading messages back — every status each route
+// answers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { tinyPdf, tinyPng } from '../../helpers/multipart.ts';

@@ -77,7 +77,7 @@ describe('POST /v1/agents/{agent_id}/run', () => {
     assert.deepEqual(session.user, { id: user.id, reference: 'run-user' });
   });
 
-  it('persists the session even with persist false, as SPEC.md says v1 does', async () => {
+  it('persists the session even with persist false, as this version of the API does', async () => {
     const res = await run({ messages: [{ content: 'ephemeral?' }], persist: false });
     assert.equal(res.statusCode, 201, res.body);
     const session = await getSession(t, res.json().session_id);

@@ -1,5 +1,6 @@
-// Webhook endpoints (DESIGN §15) through the API, and the events a real receiver gets for what happens in
-// the service: every event type, signed; in order per session; retried past a receiver that fails twice.
+// Webhook endpoints (docs/internals/decisions.md#webhooks) through the API, and the events a real receiver
+// gets for what happens in the service: every event type, signed; in order per session; retried past a
+// receiver that fails twice.
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { WEBHOOK_EVENT_TYPES } from '../../../src/store/store.ts';

@@ -1,7 +1,8 @@
 // Authentication of the public conversation family: starting a conversation and refreshing its session token
 // with the API key, what a bearer token must be to open a public route (signature, claims, pinned algorithm,
 // expiry), where a token is refused, the secret tokens are signed with, the per-conversation rate limit and
-// CORS (DESIGN.md §3, §4 "Precise answers", §7, §8, §9; SPEC.md "Authentication").
+// CORS (docs/internals/decisions.md: #which-401, #session-tokens, #a-token-dies-with-its-key, #limits;
+// docs/reference/errors.md).
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
@@ -91,7 +92,7 @@ function assertInvalidToken(res: LightMyRequestResponse, label = '') {
   assert.match(String(res.headers['www-authenticate']), /^Bearer .*error="invalid_token"/, label);
 }
 
-/** Asserts the 401 `session_token_expired` as DESIGN.md §7 words it. */
+/** Asserts the 401 `session_token_expired` as docs/internals/decisions.md#which-401 words it. */
 function assertExpiredToken(res: LightMyRequestResponse) {
   const error = assertError(res, 401, 'session_token_expired');
   assert.equal(error.name, 'SessionTokenExpiredError');

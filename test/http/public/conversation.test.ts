@@ -1,6 +1,7 @@
 // The public conversation family (`/v1/public/agents/conversations/{id}`, session token): read the
 // conversation and its messages, send, upload and list files, feedback, inactivity and terminate — every
-// status each route answers (DESIGN.md §3, §4, §5, §8, §9).
+// status each route answers (docs/internals/decisions.md: #a-conversation-is-a-session, #the-public-family,
+// #idempotency-key, #limits; docs/reference/errors.md).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SessionTokens } from '../../../src/auth/session-tokens.ts';

@@ -1,4 +1,5 @@
-// The failures Fastify itself produces leave in the SPEC's shapes too, and every response has X-Request-Id.
+// The failures Fastify itself produces leave in the documented shapes too (docs/reference/errors.md), and
+// every response has X-Request-Id.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { useTestApp } from '../../helpers/app.ts';

@@ -1,5 +1,5 @@
-// On PostgreSQL, which cannot store U+0000 in text or jsonb, text holding it is a 422 `string_nul`
-// like on SQLite, never a 500 from the store (DESIGN §16, issue 15 finding 4).
+// On PostgreSQL, which cannot store U+0000 in text or jsonb, text holding it is a 422 `string_nul` like on
+// SQLite, never a 500 from the store (docs/internals/decisions.md#no-nul-in-text, issue 15 finding 4).
 import assert from 'node:assert/strict';
 import { rm } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';

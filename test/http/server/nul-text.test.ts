@@ -1,5 +1,6 @@
-// Text holding U+0000 is refused with 422 `string_nul` at its location on every entry point of both
-// families (DESIGN §16), on SQLite, which could store it, as on PostgreSQL, which cannot.
+// Text holding U+0000 is refused with 422 `string_nul` at its location on every entry point of both families
+// (docs/internals/decisions.md#no-nul-in-text), on SQLite, which could store it, as on PostgreSQL, which
+// cannot.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openConversation } from '../../helpers/conversations.ts';

@@ -1,6 +1,7 @@
-// Slow clients (issue 15, finding 3; DESIGN §16) on a real listening server, driven through raw sockets:
-// receiving a request is bounded (headers, then the whole request), idle keep-alive sockets close, and
-// connections beyond the cap are closed as they arrive; a streamed reply is not bounded by any of it.
+// Slow clients (issue 15, finding 3; docs/internals/decisions.md#slow-clients) on a real listening server,
+// driven through raw sockets: receiving a request is bounded (headers, then the whole request), idle
+// keep-alive sockets close, and connections beyond the cap are closed as they arrive; a streamed reply is not
+// bounded by any of it.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { request } from 'undici';

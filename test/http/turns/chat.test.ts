@@ -1,8 +1,8 @@
-// The AI SDK chat routes (DESIGN.md §14) over a real listening server, read with the SDK's own client:
-// DefaultChatTransport sends the body useChat sends and parses the UI message stream (its chunk schema), and
-// readUIMessageStream builds the assistant message from the chunks. The reply's text is what Parley stored,
-// the user message's id makes the SDK's retries replays, refusals before the stream are JSON errors, tool
-// calls show as dynamic tools where the caller sees them, and random bodies never get a 5xx.
+// The AI SDK chat routes (docs/guides/ai-sdk.md) over a real listening server, read with the SDK's own
+// client: DefaultChatTransport sends the body useChat sends and parses the UI message stream (its chunk
+// schema), and readUIMessageStream builds the assistant message from the chunks. The reply's text is what
+// Parley stored, the user message's id makes the SDK's retries replays, refusals before the stream are JSON
+// errors, tool calls show as dynamic tools where the caller sees them, and random bodies never get a 5xx.
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,6 +1,7 @@
-// Message metadata is the integrator's (DESIGN.md §3): the public family answers messages without it (the
-// page of messages, a send's answer, a stream's messages, an inactivity message) while the API-key family
-// still shows it; a front-end may still attach metadata to the user's message, for the integrator to read.
+// Message metadata is the integrator's (docs/internals/decisions.md#message-metadata-is-the-integrators): the
+// public family answers messages without it (the page of messages, a send's answer, a stream's messages, an
+// inactivity message) while the API-key family still shows it; a front-end may still attach metadata to the
+// user's message, for the integrator to read.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { openConversation } from '../../helpers/conversations.ts';

@@ -1,8 +1,8 @@
-// Resuming a turn's stream (DESIGN §14): `GET …/turns/{turn_id}/events` after Last-Event-ID or ?after=, on a
-// real listening app, read on the wire with the tests' own SSE parser. A stream cut after its third event and
-// resumed tells exactly the rest, live or replayed; every event of a finished turn is a place to resume from;
-// a tool turn replays in the order it streamed live, in both families; bad event ids and unknown turns are
-// refused before a stream starts.
+// Resuming a turn's stream (docs/guides/streaming.md#resuming-a-dropped-stream): `GET
+// …/turns/{turn_id}/events` after Last-Event-ID or ?after=, on a real listening app, read on the wire with
+// the tests' own SSE parser. A stream cut after its third event and resumed tells exactly the rest, live or
+// replayed; every event of a finished turn is a place to resume from; a tool turn replays in the order it
+// streamed live, in both families; bad event ids and unknown turns are refused before a stream starts.
 import assert from 'node:assert/strict';
 import { after, describe, type TestContext, test } from 'node:test';
 import { Agent, request } from 'undici';

@@ -1,7 +1,7 @@
-// What the model did, on the messages it produced (DESIGN.md §13): `stop_reason` and `usage` on an assistant
-// reply, the same wherever the message appears (plain, streamed, replayed, listed, read alone, run, the
-// public family), and null on messages no model produced. The scripted provider cuts a reply at the agent's
-// `max_tokens`, as a real model does, so the cut is checked offline.
+// What the model did, on the messages it produced (docs/internals/decisions.md#what-the-model-did):
+// `stop_reason` and `usage` on an assistant reply, the same wherever the message appears (plain, streamed,
+// replayed, listed, read alone, run, the public family), and null on messages no model produced. The scripted
+// provider cuts a reply at the agent's `max_tokens`, as a real model does, so the cut is checked offline.
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { openConversation, publicPath, seenByEndUser } from '../../helpers/conversations.ts';

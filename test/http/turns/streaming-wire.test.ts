@@ -1,7 +1,8 @@
-// Streamed sends under wire conditions (DESIGN.md §4, §6): a model that drops its connection mid-reply, a
-// client that goes away, a model that is silent for a while (ping comments), and a client that does not
-// read while a large reply pours in (deltas merged, the turn stored regardless). The models are a fake
-// OpenAI-compatible server on loopback; the app listens on a real port and is read as raw SSE bytes.
+// Streamed sends under wire conditions (docs/internals/decisions.md#turns and
+// docs/internals/decisions.md#streaming): a model that drops its connection mid-reply, a client that goes
+// away, a model that is silent for a while (ping comments), and a client that does not read while a large
+// reply pours in (deltas merged, the turn stored regardless). The models are a fake OpenAI-compatible server
+// on loopback; the app listens on a real port and is read as raw SSE bytes.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { after, before, describe, test } from 'node:test';

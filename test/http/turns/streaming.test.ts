@@ -1,8 +1,8 @@
-// Streamed sends (DESIGN.md §6) over a real listening server: the raw text/event-stream bytes are read
-// and parsed here (a parser of our own, not the one in src), so that framing, event order, event ids and
-// headers are checked as a client sees them. Also the errors answered as JSON before a stream starts,
-// queued streams on one session, Idempotency-Key replays as events (§5), the public family and
-// integrator-authored assistant messages.
+// Streamed sends (docs/internals/decisions.md#streaming) over a real listening server: the raw
+// text/event-stream bytes are read and parsed here (a parser of our own, not the one in src), so that
+// framing, event order, event ids and headers are checked as a client sees them. Also the errors answered as
+// JSON before a stream starts, queued streams on one session, Idempotency-Key replays as events, the
+// public family and integrator-authored assistant messages.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Agent, request } from 'undici';

@@ -1,8 +1,8 @@
-// Agents that call tools (DESIGN §13), end to end in one process: the scripted model asks for HTTP tools
-// served on loopback, the step loop runs them, and the reply shows them where they belong: `tool_calls` on the
-// assistant message and tool events in the stream for the API-key family; for the public family only where
-// the agent exposes them. Failing and unknown tools become error results, not failed turns; max_steps ends
-// the loop with a last call without tools.
+// Agents that call tools (docs/guides/tools.md), end to end in one process: the scripted model asks for HTTP
+// tools served on loopback, the step loop runs them, and the reply shows them where they belong: `tool_calls`
+// on the assistant message and tool events in the stream for the API-key family; for the public family only
+// where the agent exposes them. Failing and unknown tools become error results, not failed turns; max_steps
+// ends the loop with a last call without tools.
 import assert from 'node:assert/strict';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,5 +1,6 @@
-// Store contract: upload quotas (DESIGN §16): createFile with a quota counts the conversation's and the
-// tenant's stored files in its own transaction, refuses what does not fit with its 413, and stores nothing.
+// Store contract: upload quotas (docs/internals/decisions.md#upload-quotas): createFile with a quota counts
+// the conversation's and the tenant's stored files in its own transaction, refuses what does not fit with its
+// 413, and stores nothing.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AppError } from '../../../src/errors.ts';

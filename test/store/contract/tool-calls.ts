@@ -1,5 +1,5 @@
-// Store contract: a turn's tool calls (DESIGN §13), committed fenced before they run and completed with
-// their results, and the tool_calls an assistant message keeps.
+// Store contract: a turn's tool calls (docs/internals/decisions.md#the-durable-step-loop), committed fenced
+// before they run and completed with their results, and the tool_calls an assistant message keeps.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../../src/ids.ts';
