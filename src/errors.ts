@@ -1,5 +1,5 @@
 // The one error catalogue: every error the service answers with has a stable snake_case code,
-// a PascalCase name and an HTTP status here. The README's error table lists every code (a test checks).
+// a PascalCase name and an HTTP status here. docs/reference/errors.md lists every code (a test checks).
 
 interface ErrorSpec {
   readonly status: number;

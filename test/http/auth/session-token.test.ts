@@ -402,7 +402,7 @@ describe('session tokens on a public route', () => {
 
   it('answers 401 session_token_invalid to a correctly signed token missing sub, tid, agt, kid, jti or exp', async () => {
     const c = await openConversation(t);
-    // Without kid: a token minted before tokens named their key is refused too (README, decisions).
+    // Without kid: a token minted before tokens named their key is refused too (docs/internals/decisions.md#a-token-dies-with-its-key).
     for (const claim of ['sub', 'tid', 'agt', 'kid', 'jti', 'exp']) {
       const token = await sign(claimsFor(c.id, { [claim]: undefined }), secret);
       assertInvalidToken(await readWith(t, c.id, `Bearer ${token}`), claim);
