@@ -6,12 +6,15 @@ import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
+  deleteSessionStatements,
   insert,
   listSessions,
   patchSession,
   postgresDialect,
   recordIdempotencyKey,
+  replaceSessionToken,
   type Statement,
+  sessionsCreatedBefore,
   sessionsDueForExpiry,
   storeIdempotencyResponse,
   toolCallStatements,
@@ -98,6 +101,32 @@ export function part(db: Db): StoreParts['sessions'] {
     async sessionsDueForExpiry(at, limit, shards) {
       const { sql, values } = sessionsDueForExpiry(postgresDialect, at, limit, shards);
       return (await db.rows(sql, values)).map((r) => String(r.id));
+    },
+
+    async sessionsCreatedBefore(tenantId, before, limit, shards) {
+      const { sql, values } = sessionsCreatedBefore(postgresDialect, tenantId, before, limit, shards);
+      return (await db.rows(sql, values)).map((r) => String(r.id));
+    },
+
+    async deleteSession(sessionId, fence) {
+      return db.tx(async (c) => {
+        // Locked first, as a session write locks it: a write of this session waits, then finds it gone.
+        const { rows } = await c.query('SELECT shard FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+        const shard: unknown = rows[0]?.shard;
+        if (shard === undefined) return false;
+        if (shard !== fence.shard) throw new StaleEpochError(Number(shard));
+        await checkFence(c, fence);
+        for (const statement of deleteSessionStatements(postgresDialect, sessionId))
+          await execute(c, statement);
+        await c.query('DELETE FROM sessions WHERE id = $1', [sessionId]);
+        return true;
+      });
+    },
+
+    async replaceSessionToken(sessionId, expected, jti) {
+      const statement = replaceSessionToken(postgresDialect, sessionId, expected, jti, now());
+      const { rowCount } = await db.tx((c) => execute(c, statement));
+      return rowCount === 1;
     },
   };
   return sessions;

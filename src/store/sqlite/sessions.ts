@@ -5,10 +5,13 @@ import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
+  deleteSessionStatements,
   insert,
   listSessions,
   patchSession,
   recordIdempotencyKey,
+  replaceSessionToken,
+  sessionsCreatedBefore,
   sessionsDueForExpiry,
   sqliteDialect,
   storeIdempotencyResponse,
@@ -83,6 +86,28 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
 
     async sessionsDueForExpiry(at, limit, shards) {
       return all(db, sessionsDueForExpiry(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
+    },
+
+    async sessionsCreatedBefore(tenantId, before, limit, shards) {
+      const statement = sessionsCreatedBefore(sqliteDialect, tenantId, before, limit, shards);
+      return all(db, statement).map((r) => String(r.id));
+    },
+
+    async deleteSession(sessionId, fence) {
+      return db.write(() => {
+        const row = db.q('SELECT shard FROM sessions WHERE id = ?').get(sessionId);
+        if (!row) return false;
+        if (row.shard !== fence.shard) throw new StaleEpochError(Number(row.shard));
+        checkFence(fence);
+        for (const statement of deleteSessionStatements(sqliteDialect, sessionId)) run(db, statement);
+        db.q('DELETE FROM sessions WHERE id = ?').run(sessionId);
+        return true;
+      });
+    },
+
+    async replaceSessionToken(sessionId, expected, jti) {
+      const statement = replaceSessionToken(sqliteDialect, sessionId, expected, jti, now());
+      return db.write(() => Number(run(db, statement).changes) === 1);
     },
   };
   return sessions;
