@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
+import { startupSummary } from '../src/startup.ts';
 import { VERSION } from '../src/version.ts';
 import { freePort } from '../support/free-port.ts';
 import { exitOf, pollUntil, projectRoot } from '../support/processes.ts';
@@ -199,5 +200,15 @@ describe('the start-up summary on a terminal', { skip: !existsSync(scriptBin) &&
     assert.equal(exit.code, 0, service.output());
     assert.match(service.output(), /Parley is stopping \(SIGINT\)\.\n/);
     assert.match(service.output(), /Parley stopped in \d+\.\d s\.\n/);
+  });
+});
+
+describe('the start-up summary', () => {
+  test('says below the demo line what the demo page exposes where PARLEY_DEMO=true serves it', () => {
+    const facts = { store: 'sqlite /x/parley.db', agents: ['demo'], demo: true, keyHint: null };
+    const warning = 'PARLEY_DEMO=true serves /demo: anyone who reaches 0.0.0.0:3000 may start conversations';
+    const text = startupSummary({ ...facts, demoWarning: warning }, 'http://127.0.0.1:3000');
+    assert.ok(text.includes(`  demo    http://127.0.0.1:3000/demo\n\nWarning: ${warning}\n`), text);
+    assert.doesNotMatch(startupSummary({ ...facts, demoWarning: null }, 'http://127.0.0.1:3000'), /Warning/);
   });
 });

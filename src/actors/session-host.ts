@@ -17,7 +17,8 @@ import {
   statusOf,
 } from '../machines/session.ts';
 import type { ResidentBytes } from '../resident-bytes.ts';
-import type { Store } from '../store/store.ts';
+import { shardOf } from '../shards.ts';
+import { StaleEpochError, type Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import { Calls } from './calls.ts';
 import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
@@ -42,6 +43,8 @@ export interface SessionHostOptions {
   maxWaiting?: number;
   /** A commit queued webhook events (the deliverer looks at once instead of at its next poll). */
   queuedWebhookEvents?(): void;
+  /** The sessions of `tenantId` are deleted by the sweep `afterMs` after their creation (the demo's). */
+  retention?: { tenantId: string; afterMs: number };
   log?: { warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
 }
 
@@ -72,6 +75,7 @@ export class SessionHost implements ShardHandler {
       ...options,
       residents: this.#residents,
       expireIfDue: (sessionId) => this.expireIfDue(sessionId),
+      deleteSession: (sessionId) => this.deleteSession(sessionId),
     });
     this.#commitDeps = {
       store: options.store,
@@ -147,6 +151,24 @@ export class SessionHost implements ShardHandler {
     await this.submit(entry, op).catch((err) => {
       if (!(err instanceof AppError && err.code === 'session_expired')) throw err;
     });
+  }
+
+  /**
+   * Deletes a session with everything it holds, unless an operation of it runs or waits here (false: the
+   * next sweep tries again). Its actor goes first, so nothing of it writes afterwards.
+   */
+  async deleteSession(sessionId: string): Promise<boolean> {
+    if (this.#residents.resident(sessionId) && !this.#residents.passivate(sessionId)) return false;
+    const shard = shardOf(sessionId);
+    const fence = this.#o.coordinator.fence(shard);
+    if (!fence) return false;
+    try {
+      return await this.#o.store.deleteSession(sessionId, fence);
+    } catch (err) {
+      if (!(err instanceof StaleEpochError)) throw err;
+      this.#lostShard(shard);
+      return false;
+    }
   }
 
   /** Passivates idle actors and expires due sessions; runs every `sweepMs`. */
