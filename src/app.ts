@@ -364,7 +364,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     stopDeadline = Date.now() + TURN_GRACE_MS;
     connections.drain();
     try {
-      await Promise.all([coordinator.drain(), config.redisUrl ? sleep(config.drainDelayMs) : null]);
+      // One process has nobody to hand its turns to: it finishes them while still listening, so that a
+      // balancer polling /readyz reads 503 meanwhile, not a refused connection (new turns get 503 too).
+      await Promise.all([
+        coordinator.drain(),
+        config.redisUrl ? sleep(config.drainDelayMs) : host.close(TURN_GRACE_MS),
+      ]);
     } finally {
       // Fastify closes the listener when this hook returns; the connections follow by themselves.
       void connections.close(stopDeadline);
