@@ -212,3 +212,47 @@ describe('the start-up summary', () => {
     assert.doesNotMatch(startupSummary({ ...facts, demoWarning: null }, 'http://127.0.0.1:3000'), /Warning/);
   });
 });
+
+test('the stop line tells how long the stop took, its logs reaching a slow reader included', {
+  timeout: 60_000,
+}, async (t) => {
+  const dataDir = await tempDir(t);
+  const port = await freePort();
+  // stdout a pipe read slowly once the stop begins, as a busy log collector reads it.
+  const child = spawn(process.execPath, [serverEntry], {
+    cwd: projectRoot,
+    env: cleanEnv({ PORT: String(port), HOST: '127.0.0.1', PARLEY_DATA_DIR: dataDir }),
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const exited = exitOf(child);
+  t.after(() => child.kill('SIGKILL'));
+  const url = `http://127.0.0.1:${port}`;
+  const up = async () => (await fetch(`${url}/healthz`)).status === 200;
+  assert.equal(await pollUntil(up, { gone: () => false, timeoutMs: 20_000, intervalMs: 100 }), 'ready');
+  // Request logs: more than the pipe holds, the rest waiting in the process.
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      for (let i = 0; i < 300; i++) await (await fetch(`${url}/healthz`)).arrayBuffer();
+    }),
+  );
+  const signalled = performance.now();
+  child.kill('SIGTERM');
+  let stdout = '';
+  const reader = child.stdout;
+  reader?.setEncoding('utf8').on('data', (piece: string) => {
+    stdout += piece;
+    reader.pause();
+    setTimeout(() => reader.resume(), 100);
+  });
+  const exit = await exited;
+  const tookSeconds = (performance.now() - signalled) / 1000;
+  await new Promise((resolve) => reader?.once('close', resolve));
+  assert.equal(exit.code, 0);
+  const stopped = Number(/"msg":"Parley stopped in (\d+\.\d) s\."/.exec(stdout)?.[1]);
+  assert.ok(Number.isFinite(stopped), 'a stop line');
+  // The line counts the wait for the reader: the process exits right after it.
+  assert.ok(
+    tookSeconds - stopped < 0.6,
+    `stopped in ${stopped} s; exited ${tookSeconds.toFixed(2)} s after SIGTERM`,
+  );
+});
