@@ -157,7 +157,7 @@ export class SessionService {
       ownFilesOnly?: boolean;
       /** Watches the turn as it runs (streamed sends). */
       observer?: TurnObserver;
-      /** Where the body names the file of content block `i`, for a refusal (default `body.content.<i>.file_id`). */
+      /** Where the body names the file of content block `i`, for a refusal (`body.content.<i>.file_id`). */
       fileAt?: (i: number) => (string | number)[];
     },
   ): Promise<SendResult> {

@@ -182,8 +182,8 @@ function byteSize(message: MessageRecord): number {
 
 /**
  * Cuts `history` oldest-first so that the estimated prompt (system prompt and messages) plus the reply's
- * reserve fits the window, the estimate multiplied by the agent's `ratio`, and never starts it with a reply. Counts no token when the bytes
- * already fit; loads the tokenizer (`counter`) otherwise.
+ * reserve fits the window, the estimate multiplied by the agent's `ratio`, and never starts it with a reply.
+ * Counts no token when the bytes already fit; loads the tokenizer (`counter`) otherwise.
  */
 export async function planWindow(
   system: string,

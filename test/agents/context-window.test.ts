@@ -225,7 +225,7 @@ describe('the plan of a turn', () => {
     assert.equal(roles(short), 'auauau');
     const whole = await planWindow('', short, settings, 1, noCounter);
     assert.deepEqual(whole.messages, short.slice(1));
-    // Cut: the 14 newest fit (54 tokens each in 792), and the oldest of them is a reply, left out with its count.
+    // Cut: the 14 newest fit (54 tokens each in 792); the oldest of them is a reply, left out with its count.
     const history = turns(30, 200);
     const plan = await planWindow('', history, settings, 1, quarterCounter);
     const each = 50 + MESSAGE_TOKENS;

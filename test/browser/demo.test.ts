@@ -1,5 +1,6 @@
 // The /demo page in a real Chromium under its Content-Security-Policy: a streamed reply, an image upload,
-// feedback, terminate, the keyboard, the inactivity steps, the token refresh; the widget is the bundled /widget.js talking to a real listening app.
+// feedback, terminate, the keyboard, the inactivity steps, the token refresh; the widget is the bundled
+// /widget.js talking to a real listening app.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';

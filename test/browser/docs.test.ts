@@ -13,7 +13,10 @@ describe('the reference at /docs', { skip: browserSkip }, () => {
     const page = await browser.page(t);
     const violations = await recordCspViolations(page);
     const response = await page.goto(`${app.url}/docs`);
-    assert.match(String(response?.headers()['content-security-policy']), /frame-ancestors 'none'/);
+    const headers = response?.headers() ?? {};
+    assert.match(String(headers['content-security-policy']), /frame-ancestors 'none'/);
+    assert.equal(headers['x-content-type-options'], 'nosniff');
+    assert.equal(headers['referrer-policy'], 'no-referrer');
     const health = page.locator('#operations-operations-getHealth');
     await health.locator('.opblock-summary').click();
     await page.getByRole('button', { name: 'Try it out' }).click();

@@ -70,7 +70,7 @@ const LIMIT_STYLE = `
 /** The bound page: text and one inline style, nothing else. */
 export const DEMO_LIMIT_CSP = policyHeader({ 'style-src': [hashSource(LIMIT_STYLE)] });
 
-/** What a browser is shown instead of the demo when a bound refuses it: what happened, and when to try again. */
+/** What a browser is shown instead of the demo at one of its bounds: what happened, and when to try again. */
 export function demoLimitPage(message: string, retryAfterSeconds: number | null): string {
   const minutes = retryAfterSeconds === null ? null : Math.max(1, Math.ceil(retryAfterSeconds / 60));
   const when =

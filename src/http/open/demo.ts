@@ -1,11 +1,11 @@
 // PARLEY_DEMO: GET /demo, a page with <parley-chat> on the `demo` agent, a fresh conversation and token minted
 // here at each load (as an integrator's server would, with the same session service), and POST /demo/token,
 // the page's token refresh, which takes the conversation's newest token as the bearer and works only while the
-// conversation is active. Tokens name an API key (`kid`) and die with it, so the demo tenant has a key of its own
-// whose secret nobody holds (listed as `(demo page)`): it only signs these tokens, and the start-up warning that
-// no API key exists does not count it. Anyone may load the page: both routes have a per-address rate limit, and
-// the page a cap on the conversations every client together starts an hour (docs/guides/embedding.md#the-demo-page).
-// A browser that meets a limit is shown a page, not JSON.
+// conversation is active. Tokens name an API key (`kid`) and die with it, so the demo tenant has a key of
+// its own whose secret nobody holds (listed as `(demo page)`): it only signs these tokens, and the start-up
+// warning that no API key exists does not count it. Anyone may load the page: both routes have a per-address rate
+// limit, and the page a cap on the conversations every client together starts an hour; a browser that meets
+// one is shown a page, not JSON (docs/guides/embedding.md#the-demo-page).
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
