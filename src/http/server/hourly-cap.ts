@@ -28,11 +28,7 @@ export class HourlyCap {
     this.#now = options.now ?? Date.now;
   }
 
-  get limit(): number {
-    return this.#o.limit;
-  }
-
-  /** Counts one use; throws 429 `rate_limited` when the hour's uses are spent (that one is not counted). */
+  /** Counts one use; throws 429 `rate_limited` when it is beyond the hour's `limit`. */
   async take(): Promise<void> {
     const now = this.#now();
     const window = Math.floor(now / HOUR_MS);
