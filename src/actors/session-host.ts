@@ -61,6 +61,8 @@ export const TURN_GRACE_MS = 10_000;
 export class SessionHost implements ShardHandler {
   readonly #o: SessionHostOptions;
   readonly #residents: ResidentActors;
+  /** Sessions whose deletion runs now (the sweep's retention): activating one answers that it does not exist. */
+  readonly #deleting = new Set<string>();
   readonly #calls = new Calls();
   readonly #sweeper: Sweeper;
   readonly #commitDeps: FencedCommitDeps;
@@ -114,6 +116,8 @@ export class SessionHost implements ShardHandler {
 
   /** The session's actor entry, activating it when needed; null when there is no such session. */
   entry(sessionId: string): Promise<SessionEntry | null> {
+    // A session being deleted is gone already: no request may activate it behind the deletion's back.
+    if (this.#deleting.has(sessionId)) return Promise.resolve(null);
     return this.#residents.get(sessionId);
   }
 
@@ -162,12 +166,18 @@ export class SessionHost implements ShardHandler {
     const shard = shardOf(sessionId);
     const fence = this.#o.coordinator.fence(shard);
     if (!fence) return false;
+    this.#deleting.add(sessionId);
     try {
       return await this.#o.store.deleteSession(sessionId, fence);
     } catch (err) {
       if (!(err instanceof StaleEpochError)) throw err;
       this.#lostShard(shard);
       return false;
+    } finally {
+      this.#deleting.delete(sessionId);
+      // An activation that began before the deletion did may have finished meanwhile: its actor holds a
+      // session that is gone (a commit of it would answer 404); drop it.
+      this.#residents.passivate(sessionId);
     }
   }
 

@@ -1,6 +1,7 @@
 // Sessions of PostgresStore: shard claims, fenced inserts, reads, and the one session write every commit
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
+import { sessionNotFound } from '../../errors.ts';
 import { SHARD_COUNT } from '../../shards.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
@@ -137,7 +138,8 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   const at = write.at ?? now();
   const session = await c.query('SELECT shard FROM sessions WHERE id = $1', [write.session_id]);
   const shard: unknown = session.rows[0]?.shard;
-  if (shard === undefined) throw new Error(`Session ${write.session_id} does not exist`);
+  // Deleted meanwhile (the demo's retention): the caller learns the session is gone, not an internal error.
+  if (shard === undefined) throw sessionNotFound(write.session_id);
   // A fence of another shard proves nothing about this session's shard.
   if (shard !== write.fence.shard) throw new StaleEpochError(Number(shard));
   await checkFence(c, write.fence);

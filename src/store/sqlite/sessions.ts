@@ -1,6 +1,7 @@
 // Sessions of SqliteStore: shard claims, fenced inserts, reads, and the one session write that every commit
 // applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
+import { sessionNotFound } from '../../errors.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
@@ -120,7 +121,8 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const owner = db
     .q('SELECT s.shard, o.epoch FROM sessions s LEFT JOIN shard_owner o ON o.shard = s.shard WHERE s.id = ?')
     .get(write.session_id);
-  if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
+  // Deleted meanwhile (the demo's retention): the caller learns the session is gone, not an internal error.
+  if (!owner) throw sessionNotFound(write.session_id);
   if (owner.shard !== write.fence.shard || owner.epoch !== write.fence.epoch) {
     throw new StaleEpochError(Number(owner.shard));
   }

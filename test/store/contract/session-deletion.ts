@@ -2,6 +2,7 @@
 // a session's newest token, replaced only by showing the one before it.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { AppError } from '../../../src/errors.ts';
 import { newId } from '../../../src/ids.ts';
 import type { SessionFixture } from './support.ts';
 
@@ -98,6 +99,30 @@ export function deleteSession(f: SessionFixture): void {
       assert.ok(await ctx.store.getFeedback(kept.record.id));
       assert.ok(await ctx.store.getFile(tenantId, kept.file.id));
       assert.equal(await ctx.store.replaceSessionToken(kept.record.id, 'tok_1', 'tok_2'), true);
+    });
+
+    it('makes a later commit to the deleted session throw session_not_found, writing nothing', async () => {
+      const tenantId = await tenant();
+      const { record, fence } = await fullSession(tenantId);
+      assert.equal(await ctx.store.deleteSession(record.id, fence), true);
+      await assert.rejects(
+        ctx.store.commitSession({
+          session_id: record.id,
+          fence,
+          messages: [
+            {
+              id: newId('msg'),
+              role: 'user',
+              content: [{ type: 'text', text: 'late' }],
+              metadata: null,
+              turn_id: newId('turn'),
+            },
+          ],
+          patch: { snapshot: '{}' },
+        }),
+        (err: unknown) => err instanceof AppError && err.code === 'session_not_found' && err.statusCode === 404,
+      );
+      assert.equal(await ctx.store.loadSession(record.id), null);
     });
 
     it('under a stale fence throws StaleEpochError and deletes nothing; an unknown session is false', async () => {
