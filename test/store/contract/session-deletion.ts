@@ -120,7 +120,8 @@ export function deleteSession(f: SessionFixture): void {
           ],
           patch: { snapshot: '{}' },
         }),
-        (err: unknown) => err instanceof AppError && err.code === 'session_not_found' && err.statusCode === 404,
+        (err: unknown) =>
+          err instanceof AppError && err.code === 'session_not_found' && err.statusCode === 404,
       );
       assert.equal(await ctx.store.loadSession(record.id), null);
     });
