@@ -39,6 +39,8 @@ import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
+import { registerTraceMetrics } from './tracing/metrics.ts';
+import { tracingActive } from './tracing/tracer.ts';
 import { WebhookDeliverer } from './webhooks/deliverer.ts';
 import { createWebhookMetrics } from './webhooks/webhook-metrics.ts';
 
@@ -259,6 +261,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     reply.header('x-request-id', request.id);
   });
   registerMetrics(app);
+  if (tracingActive()) registerTraceMetrics(app.metrics);
 
   const clusterMetrics = createClusterMetrics(app.metrics);
   // Rate-limit counters live in Redis when clustered, so that a limit holds across processes.
