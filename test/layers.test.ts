@@ -35,6 +35,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'main-module.ts',
     'resident-bytes.ts',
     'shards.ts',
+    'hosts.ts',
   ],
 ];
 
