@@ -21,7 +21,7 @@ import {
 } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { type Instrumentation, registerInstrumentations } from '@opentelemetry/instrumentation';
 import { HttpInstrumentation } from '@opentelemetry/instrumentation-http';
 import { IORedisInstrumentation } from '@opentelemetry/instrumentation-ioredis';
 import { PgInstrumentation } from '@opentelemetry/instrumentation-pg';
@@ -124,7 +124,8 @@ export async function startTracing(options: TracingOptions, log: TraceLog): Prom
         registerOnInitialization: true,
         instrumentHooks: false,
         ignorePaths: (route) => UNTRACED_PATHS.test(route.url),
-      }) as unknown as HttpInstrumentation,
+        // Typed against the older @opentelemetry/instrumentation it depends on; the same interface.
+      }) as unknown as Instrumentation,
     ],
   });
   await acknowledged;
