@@ -84,6 +84,8 @@ export interface ParleyOptions {
   cluster?: { redisUrl: string; tokenSecret: string };
   /** More of the child's environment (limits, timeouts), applied last. */
   env?: Record<string, string>;
+  /** The server's entry, when it is another checkout's (bench/tracing-cost.ts compares main's); src/server.ts. */
+  script?: string;
   /** Agents besides the bench agent (written to a fresh data dir's agents file), e.g. toolAgent(). */
   moreAgents?: unknown[];
 }
@@ -154,7 +156,7 @@ export async function startParley(options: ParleyOptions = {}): Promise<Server> 
   const gcArgs = ['--expose-gc', '--import', pathToFileURL(join(benchDir, 'gc-on-signal.ts')).href];
   const child = spawnNode(
     [...(options.gcOnSignal ? gcArgs : []), ...(options.nodeArgs ?? [])],
-    'src/server.ts',
+    options.script ?? 'src/server.ts',
     [],
     env,
   );

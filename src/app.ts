@@ -40,6 +40,8 @@ import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
+import { registerTraceMetrics } from './tracing/metrics.ts';
+import { tracingActive } from './tracing/tracer.ts';
 import { WebhookDeliverer } from './webhooks/deliverer.ts';
 import { createWebhookMetrics } from './webhooks/webhook-metrics.ts';
 
@@ -239,6 +241,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   // Before the forwarding hook (joinCluster) and every route: a refused request goes nowhere.
   registerHostCheck(app, acceptedHosts(config.allowedHosts, config.nodeUrl));
   registerMetrics(app);
+  if (tracingActive()) registerTraceMetrics(app.metrics);
 
   const clusterMetrics = createClusterMetrics(app.metrics);
   // Rate-limit counters live in Redis when clustered, so that a limit holds across processes.

@@ -2,6 +2,7 @@
 // A bad value stops the start with one line that names the variable.
 import { z } from 'zod';
 import { type AllowedHosts, isLoopbackHost, parseAllowedHosts } from './hosts.ts';
+import { otelEnvShape, type TracingOptions, tracingOptions } from './tracing/options.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/retry-schedule.ts';
 
 const MiB = 1024 * 1024;
@@ -90,6 +91,8 @@ const envSchema = z
     OPENAI_API_KEY: optionalString,
     OPENAI_BASE_URL: optionalString.pipe(z.url().optional()),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    // OpenTelemetry's own variables (tracing/options.ts).
+    ...otelEnvShape,
   })
   // Node refuses to start a server whose headers may take longer than the whole request.
   .refine((e) => e.PARLEY_HEADERS_TIMEOUT_MS <= e.PARLEY_REQUEST_TIMEOUT_MS, {
@@ -166,10 +169,12 @@ export interface Config {
   readonly providerKeys: Readonly<Record<string, string>>;
   /**
    * Variables an agent's tools may name (`secret_env`, `headers_env`): every set one but Parley's own
-   * (`PARLEY_*`, DATABASE_URL, REDIS_URL), so that an agents file cannot send those to a tool.
+   * (`PARLEY_*`, `OTEL_*`, DATABASE_URL, REDIS_URL), so that an agents file cannot send those to a tool.
    */
   readonly toolEnv: Readonly<Record<string, string>>;
   readonly logLevel: string;
+  /** Traces over OTLP/HTTP (the standard OTEL_* variables); null without an endpoint: tracing is off. */
+  readonly tracing: TracingOptions | null;
 }
 
 export interface DemoConfig {
@@ -283,10 +288,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     toolEnv: Object.fromEntries(
       Object.entries(env).filter(
         (entry): entry is [string, string] =>
-          !entry[0].startsWith('PARLEY_') && !OWN_URLS.has(entry[0]) && !!entry[1],
+          !entry[0].startsWith('PARLEY_') &&
+          !entry[0].startsWith('OTEL_') &&
+          !OWN_URLS.has(entry[0]) &&
+          !!entry[1],
       ),
     ),
     logLevel: e.LOG_LEVEL,
+    tracing: tracingOptions(e),
   });
 }
 

@@ -1,18 +1,30 @@
-// Entry point: load the configuration, build the app, listen, say what started (a summary on a terminal,
-// one JSON record in a log), and close gracefully on SIGTERM/SIGINT, saying so.
+// Entry point: load the configuration, start tracing when an endpoint is set, build the app, listen, say what
+// started (a summary on a terminal, one JSON record in a log), and close gracefully on SIGTERM/SIGINT, saying
+// so. The app is imported only once tracing runs: the instrumentations patch modules as they load.
 import closeWithGrace from 'close-with-grace';
-import { buildApp } from './app.ts';
+import type { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { isMainModule } from './main-module.ts';
 import { baseUrl, startupSummary } from './startup.ts';
+import type { TracingHandle } from './tracing/sdk.ts';
 import { VERSION } from './version.ts';
+
+/** What flushing the spans still queued may take once the app has stopped (its turns are over by then). */
+const TRACE_FLUSH_MS = 5_000;
 
 export async function serve(): Promise<void> {
   const terminal = process.stdout.isTTY === true;
   let app: Awaited<ReturnType<typeof buildApp>>;
+  let tracing: TracingHandle | null = null;
   try {
     const config = loadConfig();
+    if (config.tracing) {
+      const { startTracing } = await import('./tracing/sdk.ts');
+      tracing = await startTracing(config.tracing, (message) => console.error(message));
+    }
+    const { buildApp } = await import('./app.ts');
     app = await buildApp(config, { terminal });
+    tracing?.useLog((message) => app.log.warn(message));
     await app.listen({ port: config.port, host: config.host });
   } catch (err) {
     if (err instanceof ConfigError) {
@@ -37,6 +49,8 @@ export async function serve(): Promise<void> {
     const started = performance.now();
     say(`Parley is stopping${signal ? ` (${signal})` : ''}.`);
     await app.close();
+    if (tracing && !(await tracing.shutdown(TRACE_FLUSH_MS)))
+      app.log.warn('Some spans could not be sent to the OpenTelemetry collector before the stop.');
     // What the logs still hold goes out before the stop is timed: it is part of the stop.
     flushLogs(app.log);
     say(`Parley stopped in ${((performance.now() - started) / 1000).toFixed(1)} s.`);

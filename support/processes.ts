@@ -13,7 +13,7 @@ export interface Exit {
 
 // What the service reads: a developer's shell (or CI) must not leak a DATABASE_URL or LOG_LEVEL into a
 // child that is meant to start from a known state.
-const serviceVariable = /^(PORT|HOST|DATABASE_URL|REDIS_URL|PARLEY_.*|OPENAI_.*|LOG_LEVEL)$/;
+const serviceVariable = /^(PORT|HOST|DATABASE_URL|REDIS_URL|PARLEY_.*|OPENAI_.*|OTEL_.*|LOG_LEVEL)$/;
 
 /** This process's environment without the service's variables nor `alsoDrop`, plus `extra`. */
 export function cleanEnv(

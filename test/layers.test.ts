@@ -23,6 +23,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['store'],
   ['startup.ts'],
   ['config.ts'], // the one reader of process.env
+  ['tracing'], // spans; the OpenTelemetry SDK only when configured
   // Leaves: machines are pure, the rest are helpers every layer may use.
   [
     'machines',

@@ -3,6 +3,7 @@
 // observer stays with its call until the turn ends. Calls are kept by kind so that each waiter gets its
 // kind's result type.
 import type { OperationKind, OperationRef } from '../machines/session.ts';
+import { captureTraceContext } from '../tracing/tracer.ts';
 import type { TurnObserver } from './operation-context.ts';
 import type { Operation, ResultOf } from './operations.ts';
 
@@ -15,6 +16,8 @@ interface Call<K extends OperationKind> {
   readonly op: Operation<K>;
   readonly observer: TurnObserver | undefined;
   readonly waiters: Waiter<ResultOf<K>>[];
+  /** The caller's trace context: the operation runs in it, whenever the actor starts it. */
+  readonly trace?: unknown;
 }
 
 type CallsByKind = { [K in OperationKind]: Map<string, Call<K>> };
@@ -33,7 +36,7 @@ export class Calls {
     return new Promise((resolve, reject) => {
       const call = calls.get(op.id);
       if (call) call.waiters.push({ resolve, reject });
-      else calls.set(op.id, { op, observer, waiters: [{ resolve, reject }] });
+      else calls.set(op.id, { op, observer, waiters: [{ resolve, reject }], trace: captureTraceContext() });
     });
   }
 

@@ -19,6 +19,7 @@ import {
 import type { ResidentBytes } from '../resident-bytes.ts';
 import { shardOf } from '../shards.ts';
 import { StaleEpochError, type Store } from '../store/store.ts';
+import { inTraceContext, traceOperation } from '../tracing/tracer.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import { Calls } from './calls.ts';
 import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
@@ -140,7 +141,7 @@ export class SessionHost implements ShardHandler {
     if (status !== 'active') throw statusError(status, sessionId);
     if (!this.#o.coordinator.serves(entry.session.shard)) throw shardMoving({ session_id: sessionId });
     // Open before the actor sees it: the machine may answer at once (busy, joined, key reused).
-    const answer = this.#calls.open(op, observer);
+    const answer = traceOperation(entry.session, op, () => this.#calls.open(op, observer));
     const key = op.idempotency && { key: op.idempotency.key, fingerprint: op.idempotency.fingerprint };
     entry.actor.send({ type: 'SUBMIT', op: { id: op.id, kind: op.kind, ...key }, at: Date.now() });
     return answer;
@@ -279,7 +280,9 @@ export class SessionHost implements ShardHandler {
   ): Promise<() => void> {
     const call = this.#calls.get(ref);
     if (!call) return () => {};
-    const value = await this.#o.run(this.#context(entry, call.observer), call.op);
+    const value = await inTraceContext(call.trace, () =>
+      this.#o.run(this.#context(entry, call.observer), call.op),
+    );
     return () => this.#calls.resolve(ref, value);
   }
 

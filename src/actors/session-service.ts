@@ -18,6 +18,7 @@ import {
   type StoredFile,
   type User,
 } from '../store/store.ts';
+import { traceReplay } from '../tracing/tracer.ts';
 import { fingerprintOf, lookUpKey } from './idempotency.ts';
 import type { InactivityResult } from './inactivity.ts';
 import type { TurnObserver } from './operation-context.ts';
@@ -172,6 +173,7 @@ export class SessionService {
           });
     // A finished attempt is replayed whatever the session's status is now.
     if (lookup?.attempt.state === 'finished') {
+      traceReplay(entry.session, lookup.attempt.turn_id);
       return { ...replayOf(lookup.attempt), session_status: this.#o.host.status(entry) };
     }
     const fileAt = options.fileAt ?? ((i: number) => ['body', 'content', i, 'file_id']);

@@ -7,6 +7,7 @@ import { serviceUnavailable } from '../errors.ts';
 import type { NewToolCall, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import type { Tool, ToolOutcome } from '../tools/tool.ts';
+import { traceToolCall } from '../tracing/tracer.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
 
 /** A step's call as committed: a new one, or an earlier attempt's with its result, if it has one. */
@@ -77,7 +78,7 @@ export class StepCalls {
     const tool = this.#tools?.find(call.name);
     const started = performance.now();
     const outcome: ToolOutcome = tool
-      ? await this.#call(tool, call)
+      ? await traceToolCall(tool.spec, call, () => this.#call(tool, call))
       : { status: 'error', output: missing(call.name, this.#tools) };
     const duration_ms = Math.round(performance.now() - started);
     await this.#context.commit({

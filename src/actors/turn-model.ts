@@ -15,6 +15,7 @@ import { toModelMessages } from '../agents/model-messages.ts';
 import type { ModelReply, Provider } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
 import type { MessageRecord } from '../store/store.ts';
+import { traceModelCall } from '../tracing/tracer.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
 import type { StepModel } from './tool-steps.ts';
 
@@ -79,7 +80,7 @@ export async function modelCaller(
     // One total time for the step's calls: a second call (below) gets what the first left.
     const deadline = Date.now() + agent.timeouts.total_ms;
     let streamed = false;
-    const call = () =>
+    const untraced = () =>
       callModel(
         provider,
         {
@@ -98,6 +99,18 @@ export async function modelCaller(
           stallMs: agent.timeouts.stall_ms,
           signal: context.signal,
         },
+      );
+    // Each call is a span of its own (tracing/), its prompt read only when content is captured.
+    const call = () =>
+      traceModelCall(
+        {
+          provider: provider.name,
+          conversationId: session.id,
+          agent,
+          system,
+          messages: () => [...base, ...steps],
+        },
+        untraced,
       );
     const observe = (outcome: string) =>
       metrics.providerDuration.observe(

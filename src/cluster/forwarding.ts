@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Agent } from 'undici';
 import { AppError, shardMoving } from '../errors.ts';
 import { SHARD_COUNT, shardOf } from '../shards.ts';
+import { propagatedHeaders } from '../tracing/tracer.ts';
 import type { ClusterMetrics } from './cluster-metrics.ts';
 import type { Coordinator, Route } from './coordinator.ts';
 
@@ -39,6 +40,8 @@ export interface ForwardingOptions {
 
 export function registerForwarding(app: FastifyInstance, options: ForwardingOptions): void {
   const { coordinator, metrics } = options;
+  // With tracing on, the forward carries its own trace headers (its client span's): the client's are not copied.
+  for (const name of propagatedHeaders()) notForwarded.add(name);
   // Turns answer when their reply is stored (up to the model's 60 s), and streams ping every 15 s.
   const agent = new Agent({ connections: 256, headersTimeout: 120_000, bodyTimeout: 120_000 });
   app.addHook('onClose', async () => agent.close());

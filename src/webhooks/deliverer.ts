@@ -5,6 +5,7 @@
 // and ordering key, so a session's events reach an endpoint in order. One round at a time; a failed round is
 // logged and the next retries.
 import type { DueWebhookDelivery, Store, WebhookAttempt } from '../store/store.ts';
+import { traceWebhookAttempt } from '../tracing/tracer.ts';
 import type { AttemptResult, WebhookSender } from './sender.ts';
 import type { WebhookMetrics } from './webhook-metrics.ts';
 
@@ -165,7 +166,9 @@ export class WebhookDeliverer {
     if (left <= 0) return false;
     let result: AttemptResult;
     try {
-      result = await sender.send(delivery, Math.min(this.#timeoutMs, left), signal);
+      result = await traceWebhookAttempt(delivery, () =>
+        sender.send(delivery, Math.min(this.#timeoutMs, left), signal),
+      );
     } catch (err) {
       if (signal.aborted) {
         // Stopped mid-attempt: nothing is recorded, and the claim is given back (a claim of its own end) so

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
-import { createServer, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { z } from 'zod';
@@ -26,6 +26,8 @@ export type ToolCallBody = z.infer<typeof callBody>;
 export interface ToolRequest {
   /** The Idempotency-Key header ('' when missing). */
   key: string;
+  /** Every header as it arrived. */
+  headers: IncomingHttpHeaders;
   /** The body parsed; null when it was not a call's JSON (then answered 400, with no effect). */
   body: ToolCallBody | null;
   /** The body exactly as sent. */
@@ -112,7 +114,7 @@ export async function startToolReceiver(
     } catch {
       // Recorded as it came, for the test to see; no effect.
     }
-    const request: ToolRequest = { key, body, raw, at: Date.now() };
+    const request: ToolRequest = { key, headers: req.headers, body, raw, at: Date.now() };
     requests.push(request);
     if (body !== null && key !== '' && !results.has(key)) {
       results.set(key, effect(body));
