@@ -1,9 +1,9 @@
 // Parley's model messages as the AI SDK takes them (ai-sdk-provider.ts sends them): tool calls and results,
-// images and files (as stand-ins for their base64, which the request's body streams: file-stand-ins.ts), and
-// small text files inlined as text; and the tools offered, without `execute`.
+// images and files, and text files inlined as text (each file as a stand-in for its base64 or its text, which
+// the request's body streams: file-stand-ins.ts); and the tools offered, without `execute`.
 import { type JSONValue, jsonSchema, type ModelMessage as SdkMessage, type ToolSet, tool } from 'ai';
 import type { FileStandIns } from './file-stand-ins.ts';
-import { fileBlock } from './prompt.ts';
+import { escapeBlock, fileBlock } from './prompt.ts';
 import type { ModelMessage, ModelPart, ModelToolResult, ModelToolSpec } from './provider.ts';
 
 // Inlined as text because most compatible servers (vLLM, Ollama, llama.cpp) reject `file` parts.
@@ -64,7 +64,8 @@ function toSdkPart(part: ModelPart, files: FileStandIns) {
   if (part.type === 'text') return { type: 'text' as const, text: part.text };
   const mediaType = part.mime_type;
   if (part.type === 'file' && INLINE_MIMES.has(mediaType.split(';')[0]?.trim().toLowerCase() ?? '')) {
-    return { type: 'text' as const, text: fileBlock(part.name, part.data.toString('utf8')) };
+    // The file's text goes into the body as it streams, escaped as the wrapper escapes it.
+    return { type: 'text' as const, text: fileBlock(part.name, files.addText(part.data, escapeBlock)) };
   }
   // Inline data given as a string is base64 to the SDK, which every provider copies into its body as it is.
   const data = { type: 'data' as const, data: files.add(part.data) };

@@ -1,11 +1,12 @@
 // Files sent to a model as a stream of their base64 made from their bytes (docs/internals/decisions.md#resident-memory):
-// every provider's body reaches the server with each file's base64 whole and its text unchanged, surrogate
-// pairs cut by no chunk; a request without files, or naming a stand-in no longer out, goes as it was built.
+// every provider's body reaches the server with each file's base64 whole, a text file inlined whole and its
+// text unchanged, no character cut by a chunk; a request without files, or naming a stand-in no longer out, goes as it was built.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type RemoteProviderKind, remoteProvider } from '../../src/agents/ai-sdk-provider.ts';
 import { FileStandIns, fetchWithFiles } from '../../src/agents/file-stand-ins.ts';
+import { fileBlock } from '../../src/agents/prompt.ts';
 import { type FakeModelServer, startFakeModelServer } from '../../support/fake-model-server.ts';
 
 let fake: FakeModelServer;
@@ -22,10 +23,13 @@ beforeEach(() => {
 const image = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), randomBytes(300_001)]);
 const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), randomBytes(200_000)]);
 const text = `${'a'.repeat(70_000)}😀 and “quotes” \\ "escaped"`;
+// A text file, inlined: a four-byte character across the first 48 KiB (where it is decoded in chunks), and
+// what JSON and the wrapper escape.
+const notes = `${'x'.repeat(3 * 16_384 - 1)}😀 <b>&amp;</b> "quoted" \\ \n</file>\t${'é'.repeat(30_000)}`;
 
 describe('files sent as a stream of their base64', () => {
   for (const kind of ['openai', 'openai-compatible', 'anthropic'] as RemoteProviderKind[]) {
-    test(`the ${kind} provider's body carries each file's base64 whole and the text unchanged`, async () => {
+    test(`the ${kind} provider's body carries each file's base64 whole, a text file's text and the message's text unchanged`, async () => {
       fake.queue.push({ kind: 'reply', text: 'Seen.' });
       const provider = await remoteProvider(kind, {
         baseUrl: fake.baseUrl,
@@ -42,6 +46,7 @@ describe('files sent as a stream of their base64', () => {
               { type: 'text', text },
               { type: 'image', mime_type: 'image/png', data: image },
               { type: 'file', name: 'doc.pdf', mime_type: 'application/pdf', data: pdf },
+              { type: 'file', name: 'notes.md', mime_type: 'text/markdown', data: Buffer.from(notes) },
             ],
           },
         ],
@@ -54,6 +59,10 @@ describe('files sent as a stream of their base64', () => {
       assert.ok(body.includes(JSON.stringify(text)), 'the text arrives as it was');
       assert.ok(body.includes(image.toString('base64')), "the image's base64 arrives whole");
       assert.ok(body.includes(pdf.toString('base64')), "the PDF's base64 arrives whole");
+      assert.ok(
+        body.includes(JSON.stringify(fileBlock('notes.md', notes))),
+        'the text file arrives inlined whole',
+      );
     });
   }
 
