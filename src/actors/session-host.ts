@@ -19,6 +19,7 @@ import {
 import type { ResidentBytes } from '../resident-bytes.ts';
 import type { Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
+import type { Reservation } from './admission.ts';
 import { Calls } from './calls.ts';
 import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
 import type { OperationContext, TurnObserver } from './operation-context.ts';
@@ -247,14 +248,19 @@ export class SessionHost implements ShardHandler {
   ): Promise<() => void> {
     const call = this.#calls.get(ref);
     if (!call) return () => {};
-    const value = await this.#o.run(this.#context(entry, call.observer), call.op);
+    const value = await this.#o.run(this.#context(entry, call.observer, call.op.reservation), call.op);
     return () => this.#calls.resolve(ref, value);
   }
 
-  #context(entry: SessionEntry, observer: TurnObserver | undefined): OperationContext {
+  #context(
+    entry: SessionEntry,
+    observer: TurnObserver | undefined,
+    reservation: Reservation | undefined,
+  ): OperationContext {
     return {
       entry,
       observer,
+      reservation,
       signal: this.#shutdown.signal,
       commit: (change) => commitFenced(this.#commitDeps, entry, change),
     };
