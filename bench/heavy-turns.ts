@@ -4,7 +4,8 @@
 // once every turn is at it or waiting for room. Parley runs with PARLEY_MAX_RESIDENT_BYTES = M MiB (512 by
 // default) and --expose-gc. Reported: the resident set (/proc, sampled every 20 ms) before, at its peak and
 // after; the live heap and external bytes after a full GC, at baseline and while the turns are held, and their
-// growth per turn at the model.
+// growth per turn at the model (all of it, and less what Parley counts as cached; waiting turns' messages are
+// in both); what Parley counts, cached and reserved by the turns at the model.
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -60,6 +61,9 @@ async function live(parley: Server) {
     external: metric(m, 'parley_nodejs_external_memory_bytes'),
     rss: rssOf(parley.child.process.pid ?? 0),
     waiting: m.get('parley_admission_waiting') ?? 0,
+    /** Counted by Parley (estimates): cached histories and files, and what running turns reserved. */
+    cached: m.get('parley_resident_bytes') ?? 0,
+    reserved: m.get('parley_admission_reserved_bytes') ?? 0,
   };
 }
 
@@ -159,7 +163,9 @@ model.close();
 const mib = (n: number) => `${(n / MiB).toFixed(0)} MiB`;
 const statuses = new Map<number, number>();
 for (const a of answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-const perTurn = (held.heap + held.external - baseline.heap - baseline.external) / Math.max(1, atModel);
+const grown = held.heap + held.external - baseline.heap - baseline.external;
+const perTurn = grown / Math.max(1, atModel);
+const perTurnUncached = (grown - (held.cached - baseline.cached)) / Math.max(1, atModel);
 process.stdout.write(
   [
     `${turns} heavy turns, PARLEY_MAX_RESIDENT_BYTES ${budgetMiB} MiB, ${seconds.toFixed(1)} s`,
@@ -168,7 +174,8 @@ process.stdout.write(
     `RSS: baseline ${mib(baseline.rss)}, peak during the burst ${mib(burstPeak)}, peak ${mib(peak)}, after (GC) ${mib(after.rss)}`,
     `live heap: baseline ${mib(baseline.heap)}, held ${mib(held.heap)}, after ${mib(after.heap)}`,
     `external: baseline ${mib(baseline.external)}, held ${mib(held.external)}, after ${mib(after.external)}`,
-    `live bytes per turn at the model: ${mib(perTurn)}`,
+    `counted: cached ${mib(held.cached)}, reserved by the turns at the model ${mib(held.reserved)}`,
+    `live bytes per turn at the model: ${mib(perTurn)}; without what is cached: ${mib(perTurnUncached)}`,
     `request bytes the model received: ${mib(model.bytes)}`,
     '',
   ].join('\n'),
