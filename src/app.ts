@@ -22,9 +22,9 @@ import { SessionTokens, tokenSecret } from './auth/session-tokens.ts';
 import { type ClusterMetrics, createClusterMetrics } from './cluster/cluster-metrics.ts';
 import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
 import { type Config, ConfigError } from './config.ts';
-import { ValidationError } from './errors.ts';
 import { apiFamily } from './http/api/family.ts';
-import { DEMO_AGENT, demoKeyCount, demoRoutes } from './http/open/demo.ts';
+import { demoKeyCount, demoRoutes } from './http/open/demo.ts';
+import { demoSetup } from './http/open/demo-setup.ts';
 import { operationsRoutes } from './http/open/operations.ts';
 import { widgetRoutes } from './http/open/widget.ts';
 import { registerOpenApi } from './http/openapi/document.ts';
@@ -32,9 +32,10 @@ import { PUBLIC_PREFIX, publicFamily } from './http/public/family.ts';
 import { clientErrorHandler, newRequestId } from './http/server/client-errors.ts';
 import { ConnectionDrain } from './http/server/connection-drain.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/server/error-handler.ts';
+import { acceptedHosts, registerHostCheck } from './http/server/host-check.ts';
 import { registerMetrics } from './http/server/metrics.ts';
 import { requireDeclaredSessions } from './http/server/route-config.ts';
-import { nulIssues, prototypeKeyIssues, validatorCompiler } from './http/server/validation.ts';
+import { registerJsonBodies, validatorCompiler } from './http/server/validation.ts';
 import { LiveTurns } from './http/turns/log.ts';
 import { ResidentBytes } from './resident-bytes.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
@@ -231,35 +232,14 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 
-  // JSON only (multipart where a route takes uploads): any other body type is a 415.
-  // An empty JSON body means "no fields"; malformed JSON is a 422 at ["body"].
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined);
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    parseJson(request, text, (err, value) => {
-      if (err) {
-        // Valid JSON refused for a prototype key is a 422 at that key, not `json_invalid`.
-        const proto = prototypeKeyIssues(text);
-        if (proto) return done(new ValidationError(proto), undefined);
-        return done(ValidationError.at(['body'], `Invalid JSON: ${err.message}`, 'json_invalid'), undefined);
-      }
-      // Every JSON body is an object; `null` is not "no fields" (an absent body is), as the document says.
-      if (value === null) {
-        return done(ValidationError.at(['body'], 'Input should be an object', 'dict_type'), undefined);
-      }
-      // Text with U+0000 is refused wherever it sits, before any route reads it (PostgreSQL cannot store it).
-      const nul = nulIssues(value, 'body');
-      if (nul.length > 0) return done(new ValidationError(nul), undefined);
-      done(null, value);
-    });
-  });
+  registerJsonBodies(app);
 
   registerErrorHandling(app);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  // Before the forwarding hook (joinCluster) and every route: a refused request goes nowhere.
+  registerHostCheck(app, acceptedHosts(config.allowedHosts, config.nodeUrl));
   registerMetrics(app);
 
   const clusterMetrics = createClusterMetrics(app.metrics);
@@ -275,6 +255,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
         redis: undefined,
       };
   const metrics = createActorMetrics(app.metrics);
+  const demo = demoSetup(config, catalogue, redis);
   const tools = await toolsFor(catalogue, config, app.log);
   metrics.residentMax.set(config.actors.maxResidentBytes);
   const resident = new ResidentBytes({
@@ -315,6 +296,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     resident,
     idleMs: config.actors.idleMs,
     sweepMs: config.actors.sweepMs,
+    retention: demo.retention,
     log: app.log,
   });
   coordinator.bind(host);
@@ -335,19 +317,29 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const startup: StartupFacts = {
     store: describeStore(config),
     agents: [...catalogue.keys()],
-    demo: config.demo && catalogue.has(DEMO_AGENT),
+    demo: demo.serve,
+    demoWarning: demo.warning,
     keyHint: null,
   };
   app.decorate('startup', startup);
-  if (config.demo) {
-    // The page talks to the `demo` agent: without one there is nothing to show.
-    if (startup.demo) await app.register(demoRoutes, { store, sessions, tokens, redis });
-    else
-      app.log.warn(`PARLEY_DEMO is on, but the catalogue has no agent "${DEMO_AGENT}": /demo is not served.`);
+  if (demo.warning && !deps.terminal) app.log.warn(demo.warning);
+  if (demo.serve) {
+    const { conversations } = demo;
+    await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
   }
   const turns = new LiveTurns();
   await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
-  await app.register(publicFamily, { prefix: PUBLIC_PREFIX, store, config, sessions, tokens, redis, turns });
+  const bounded = demo.bounds;
+  await app.register(publicFamily, {
+    prefix: PUBLIC_PREFIX,
+    store,
+    config,
+    sessions,
+    tokens,
+    redis,
+    turns,
+    bounded,
+  });
 
   app.addHook('onReady', async () => {
     if (bootstrapKey?.revoked_at) {
@@ -382,7 +374,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     stopDeadline = Date.now() + TURN_GRACE_MS;
     connections.drain();
     try {
-      await Promise.all([coordinator.drain(), config.redisUrl ? sleep(config.drainDelayMs) : null]);
+      // One process has nobody to hand its turns to: it finishes them while still listening, so that a
+      // balancer polling /readyz reads 503 meanwhile, not a refused connection (new turns get 503 too).
+      await Promise.all([
+        coordinator.drain(),
+        config.redisUrl ? sleep(config.drainDelayMs) : host.close(TURN_GRACE_MS),
+      ]);
     } finally {
       // Fastify closes the listener when this hook returns; the connections follow by themselves.
       void connections.close(stopDeadline);

@@ -1,6 +1,7 @@
 // The only reader of process.env: one zod schema, validated once at start, frozen.
 // A bad value stops the start with one line that names the variable.
 import { z } from 'zod';
+import { type AllowedHosts, isLoopbackHost, parseAllowedHosts } from './hosts.ts';
 import { defaultResidentBytes } from './resident-bytes.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/retry-schedule.ts';
 
@@ -74,9 +75,16 @@ const envSchema = z
       .enum(['true', 'false'], { error: 'must be true or false' })
       .default('false')
       .transform((v) => v === 'true'),
+    PARLEY_ALLOWED_HOSTS: optionalString,
     PARLEY_DEMO: optionalString.pipe(
       z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
     ),
+    PARLEY_DEMO_CONVERSATIONS_PER_HOUR: integer(1, 1_000_000).default(100),
+    PARLEY_DEMO_SENDS_PER_HOUR: integer(1, 10_000_000).default(600),
+    PARLEY_DEMO_MAX_MESSAGE_CHARS: integer(1, 1_000_000).default(2000),
+    PARLEY_DEMO_MAX_MESSAGES: integer(2, 100_000).default(40),
+    PARLEY_DEMO_FILE_BYTES: integer(0, 1024 * MiB).default(16 * MiB),
+    PARLEY_DEMO_RETENTION_SECONDS: integer(1, 365 * 86_400).default(86_400),
     PARLEY_WEBHOOK_ALLOW_PRIVATE: optionalString.pipe(
       z.enum(['true', 'false'], { error: 'must be true or false' }).optional(),
     ),
@@ -111,6 +119,10 @@ const envSchema = z
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** Whether HOST is a loopback address or name: the service is then reachable from this machine only. */
+  readonly loopback: boolean;
+  /** Which `Host` a request may name (PARLEY_ALLOWED_HOSTS; null for any); the others get 421. */
+  readonly allowedHosts: AllowedHosts;
   readonly dataDir: string;
   readonly databaseUrl: string | undefined;
   readonly redisUrl: string | undefined;
@@ -155,12 +167,12 @@ export interface Config {
   readonly drainDelayMs: number;
   /** Cluster mode: whether every answer names the process that served it (x-parley-node: host and PID). */
   readonly nodeHeader: boolean;
-  /** Whether GET /demo serves a chat page on the `demo` agent (PARLEY_DEMO; on by default for one SQLite node). */
-  readonly demo: boolean;
+  /** The demo page (docs/guides/embedding.md#the-demo-page) and its bounds. */
+  readonly demo: DemoConfig;
   /**
    * Webhooks (docs/internals/decisions.md#webhooks): whether endpoints may be on private or loopback
-   * addresses (on by default for one SQLite node), and the waits between a delivery's attempts (after the
-   * last one it is failed).
+   * addresses (on by default for one SQLite node listening on loopback), and the waits between a delivery's
+   * attempts (after the last one it is failed).
    */
   readonly webhooks: { readonly allowPrivate: boolean; readonly retryScheduleMs: readonly number[] };
   /**
@@ -184,6 +196,24 @@ export interface Config {
   readonly logLevel: string;
 }
 
+export interface DemoConfig {
+  /**
+   * Whether GET /demo is served: `on` and `off` as PARLEY_DEMO says; `default` (unset) serves it only for one
+   * SQLite process listening on loopback whose `demo` agent is `scripted`, which app.ts knows.
+   */
+  readonly serve: 'on' | 'off' | 'default';
+  /** Across every client (and every process, with Redis): conversations the page starts, and sends in them. */
+  readonly conversationsPerHour: number;
+  readonly sendsPerHour: number;
+  /** Characters of text in one send of a demo conversation, and messages one conversation may hold. */
+  readonly maxMessageChars: number;
+  readonly maxMessages: number;
+  /** Bytes of files the demo tenant keeps, every conversation together (0: no uploads). */
+  readonly fileBytes: number;
+  /** How long after its start a demo conversation is deleted, with its messages and files. */
+  readonly retentionMs: number;
+}
+
 const OWN_URLS = new Set(['DATABASE_URL', 'REDIS_URL']);
 
 export class ConfigError extends Error {
@@ -199,9 +229,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${variable} ${issue?.message ?? 'is invalid'}`);
   }
   const e = parsed.data;
+  const loopback = isLoopbackHost(e.HOST);
+  // One process on SQLite, reachable from this machine only: the `npm start` of someone trying Parley out.
+  const localTrial = loopback && !e.DATABASE_URL && !e.REDIS_URL;
   return deepFreeze({
     port: e.PORT,
     host: e.HOST,
+    loopback,
+    allowedHosts: parseAllowedHosts(e.PARLEY_ALLOWED_HOSTS, loopback),
     dataDir: e.PARLEY_DATA_DIR,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
@@ -238,13 +273,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     leaseTtlMs: e.PARLEY_LEASE_TTL_MS,
     drainDelayMs: e.PARLEY_DRAIN_DELAY_MS,
     nodeHeader: e.PARLEY_NODE_HEADER,
-    // A shared store or a cluster is a deployment, where a page that mints conversations for anyone is opt-in.
-    demo: e.PARLEY_DEMO === undefined ? !e.DATABASE_URL && !e.REDIS_URL : e.PARLEY_DEMO === 'true',
+    // Anywhere but a local trial, a page that starts conversations for anyone is opt-in.
+    demo: {
+      serve:
+        e.PARLEY_DEMO === undefined
+          ? localTrial
+            ? 'default'
+            : 'off'
+          : e.PARLEY_DEMO === 'true'
+            ? 'on'
+            : 'off',
+      conversationsPerHour: e.PARLEY_DEMO_CONVERSATIONS_PER_HOUR,
+      sendsPerHour: e.PARLEY_DEMO_SENDS_PER_HOUR,
+      maxMessageChars: e.PARLEY_DEMO_MAX_MESSAGE_CHARS,
+      maxMessages: e.PARLEY_DEMO_MAX_MESSAGES,
+      fileBytes: e.PARLEY_DEMO_FILE_BYTES,
+      retentionMs: e.PARLEY_DEMO_RETENTION_SECONDS * 1000,
+    },
     webhooks: {
+      // A tenant's endpoints on this machine's own services are a local trial's convenience only.
       allowPrivate:
-        e.PARLEY_WEBHOOK_ALLOW_PRIVATE === undefined
-          ? !e.DATABASE_URL && !e.REDIS_URL
-          : e.PARLEY_WEBHOOK_ALLOW_PRIVATE === 'true',
+        e.PARLEY_WEBHOOK_ALLOW_PRIVATE === undefined ? localTrial : e.PARLEY_WEBHOOK_ALLOW_PRIVATE === 'true',
       retryScheduleMs: e.PARLEY_WEBHOOK_RETRY_SCHEDULE,
     },
     http: {

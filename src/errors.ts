@@ -100,6 +100,11 @@ export const errorCatalogue = {
     name: 'MisdirectedRequestError',
     message: 'This process does not own the session; ask the owner.',
   },
+  host_not_allowed: {
+    status: 421,
+    name: 'HostNotAllowedError',
+    message: 'This service does not answer for the host this request names.',
+  },
   rate_limited: {
     status: 429,
     name: 'RateLimitExceededError',

@@ -16,6 +16,8 @@ export interface StartupFacts {
   agents: string[];
   /** Whether GET /demo is served. */
   demo: boolean;
+  /** What the demo page exposes where it is served (or why it is not, though asked); null when nothing. */
+  demoWarning: string | null;
   /** The shell command that creates the first key; null when an API key exists. */
   keyHint: string | null;
 }
@@ -91,6 +93,7 @@ export function startupSummary(facts: StartupFacts, url: string): string {
     `  docs    ${url}/docs`,
     ...(facts.demo ? [`  demo    ${url}/demo`] : []),
   ];
+  if (facts.demoWarning) lines.push('', `Warning: ${facts.demoWarning}`);
   if (facts.keyHint) {
     lines.push('', 'No API key exists yet. Create one (it is printed once) with:', '', `  ${facts.keyHint}`);
   }

@@ -100,6 +100,30 @@ describe('loadConfig', () => {
     }
   });
 
+  it('allows private webhook targets by default only to one SQLite process listening on loopback', () => {
+    const allow = (env: Record<string, string>) => loadConfig(env).webhooks.allowPrivate;
+    assert.equal(allow({}), true);
+    assert.equal(allow({ HOST: 'localhost' }), true);
+    assert.equal(allow({ HOST: '0.0.0.0' }), false);
+    assert.equal(allow({ HOST: '::' }), false);
+    assert.equal(allow({ HOST: '10.0.0.5' }), false);
+    assert.equal(allow({ DATABASE_URL: 'postgres://127.0.0.1/parley' }), false);
+    assert.equal(allow({ HOST: '0.0.0.0', PARLEY_WEBHOOK_ALLOW_PRIVATE: 'true' }), true);
+    assert.equal(allow({ PARLEY_WEBHOOK_ALLOW_PRIVATE: 'false' }), false);
+  });
+
+  it('bounds the demo page by default: conversations and sends an hour, message, history, files, a day', () => {
+    const { serve: _serve, ...bounds } = loadConfig({}).demo;
+    assert.deepEqual(bounds, {
+      conversationsPerHour: 100,
+      sendsPerHour: 600,
+      maxMessageChars: 2000,
+      maxMessages: 40,
+      fileBytes: 16 * 1024 * 1024,
+      retentionMs: 86_400_000,
+    });
+  });
+
   it('refuses a bad value with one line that names the variable', () => {
     const cases: Record<string, string> = {
       PORT: 'eighty',

@@ -34,6 +34,7 @@ const LAYERS: readonly (readonly string[])[] = [
     'main-module.ts',
     'resident-bytes.ts',
     'shards.ts',
+    'hosts.ts',
   ],
 ];
 

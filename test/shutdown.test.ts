@@ -46,6 +46,16 @@ async function createSlowSession(service: ServiceProcess): Promise<string> {
   return ((await created.json()) as { id: string }).id;
 }
 
+/** A slow service with a streamed turn of `words` running on a raw connection. */
+async function runningTurn(t: TestContext, words: string) {
+  const service = await startSlowService(t, await tempDir(t));
+  const sessionId = await createSlowSession(service);
+  const stream = await openWire(service.port);
+  stream.socket.write(streamRequest(sessionId, words, apiKey));
+  await stream.until('event: turn.started');
+  return { service, stream };
+}
+
 /** Sends SIGTERM and waits for the exit; how long that took. */
 async function terminate(t: TestContext, service: ServiceProcess) {
   const termAt = Date.now();
@@ -96,12 +106,7 @@ test('SIGTERM exits 0 within seconds after a client abandoned an event stream mi
 test('SIGTERM lets a stream running at the SIGTERM finish for a client still reading, then closes its kept-alive connection itself', {
   timeout: 60_000,
 }, async (t) => {
-  const dataDir = await tempDir(t);
-  const service = await startSlowService(t, dataDir);
-  const sessionId = await createSlowSession(service);
-  const stream = await openWire(service.port);
-  stream.socket.write(streamRequest(sessionId, 'one two three four five six', apiKey));
-  await stream.until('event: turn.started');
+  const { service, stream } = await runningTurn(t, 'one two three four five six');
 
   const stopped = terminate(t, service);
   await stream.until('event: turn.completed');
@@ -109,4 +114,33 @@ test('SIGTERM lets a stream running at the SIGTERM finish for a client still rea
   await stream.closed;
   await stopped;
   assert.match(stream.received(), /event: message\.completed/);
+});
+
+test('a single process answers /readyz with 503 while a turn running at the SIGTERM finishes, rather than refusing connections', {
+  timeout: 60_000,
+}, async (t) => {
+  const { service, stream } = await runningTurn(t, 'one two three four five six seven eight nine ten');
+
+  const stopped = terminate(t, service);
+  // Polled as a load balancer does, until the turn is over: a 200 comes only before the signal is handled.
+  const seen: string[] = [];
+  let finished = false;
+  void stream.until('event: turn.completed').then(() => {
+    finished = true;
+  });
+  while (!finished && !seen.includes('503')) {
+    const answer = await fetch(`${service.url}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
+      (res) => String(res.status),
+      (err: Error) => String((err.cause as { code?: string } | undefined)?.code ?? err.message),
+    );
+    if (seen.at(-1) !== answer) seen.push(answer);
+  }
+  assert.ok(seen.includes('503'), `readiness while draining: ${seen.join(', ')}`);
+  assert.deepEqual(
+    seen.filter((s) => s !== '200' && s !== '503'),
+    [],
+    `a refused connection before the turn was over: ${seen.join(', ')}`,
+  );
+  await stream.until('event: turn.completed');
+  await stopped;
 });

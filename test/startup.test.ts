@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { after, describe, test } from 'node:test';
+import { startupSummary } from '../src/startup.ts';
 import { VERSION } from '../src/version.ts';
 import { freePort } from '../support/free-port.ts';
 import { exitOf, pollUntil, projectRoot } from '../support/processes.ts';
@@ -200,4 +201,58 @@ describe('the start-up summary on a terminal', { skip: !existsSync(scriptBin) &&
     assert.match(service.output(), /Parley is stopping \(SIGINT\)\.\n/);
     assert.match(service.output(), /Parley stopped in \d+\.\d s\.\n/);
   });
+});
+
+describe('the start-up summary', () => {
+  test('says below the demo line what the demo page exposes where PARLEY_DEMO=true serves it', () => {
+    const facts = { store: 'sqlite /x/parley.db', agents: ['demo'], demo: true, keyHint: null };
+    const warning = 'PARLEY_DEMO=true serves /demo: anyone who reaches 0.0.0.0:3000 may start conversations';
+    const text = startupSummary({ ...facts, demoWarning: warning }, 'http://127.0.0.1:3000');
+    assert.ok(text.includes(`  demo    http://127.0.0.1:3000/demo\n\nWarning: ${warning}\n`), text);
+    assert.doesNotMatch(startupSummary({ ...facts, demoWarning: null }, 'http://127.0.0.1:3000'), /Warning/);
+  });
+});
+
+test('the stop line tells how long the stop took, its logs reaching a slow reader included', {
+  timeout: 60_000,
+}, async (t) => {
+  const dataDir = await tempDir(t);
+  const port = await freePort();
+  // stdout a pipe read slowly once the stop begins, as a busy log collector reads it.
+  const child = spawn(process.execPath, [serverEntry], {
+    cwd: projectRoot,
+    env: cleanEnv({ PORT: String(port), HOST: '127.0.0.1', PARLEY_DATA_DIR: dataDir }),
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  const exited = exitOf(child);
+  t.after(() => child.kill('SIGKILL'));
+  const url = `http://127.0.0.1:${port}`;
+  const up = async () => (await fetch(`${url}/healthz`)).status === 200;
+  assert.equal(await pollUntil(up, { gone: () => false, timeoutMs: 20_000, intervalMs: 100 }), 'ready');
+  // Request logs: more than the pipe holds, the rest waiting in the process.
+  await Promise.all(
+    Array.from({ length: 10 }, async () => {
+      for (let i = 0; i < 300; i++) await (await fetch(`${url}/healthz`)).arrayBuffer();
+    }),
+  );
+  const signalled = performance.now();
+  child.kill('SIGTERM');
+  let stdout = '';
+  const reader = child.stdout;
+  reader?.setEncoding('utf8').on('data', (piece: string) => {
+    stdout += piece;
+    reader.pause();
+    setTimeout(() => reader.resume(), 100);
+  });
+  const exit = await exited;
+  const tookSeconds = (performance.now() - signalled) / 1000;
+  await new Promise((resolve) => reader?.once('close', resolve));
+  assert.equal(exit.code, 0);
+  const stopped = Number(/"msg":"Parley stopped in (\d+\.\d) s\."/.exec(stdout)?.[1]);
+  assert.ok(Number.isFinite(stopped), 'a stop line');
+  // The line counts the wait for the reader: the process exits right after it.
+  assert.ok(
+    tookSeconds - stopped < 0.6,
+    `stopped in ${stopped} s; exited ${tookSeconds.toFixed(2)} s after SIGTERM`,
+  );
 });

@@ -17,7 +17,8 @@ import {
   statusOf,
 } from '../machines/session.ts';
 import type { ResidentBytes } from '../resident-bytes.ts';
-import type { Store } from '../store/store.ts';
+import { shardOf } from '../shards.ts';
+import { StaleEpochError, type Store } from '../store/store.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import type { Reservation } from './admission.ts';
 import { Calls } from './calls.ts';
@@ -43,6 +44,8 @@ export interface SessionHostOptions {
   maxWaiting?: number;
   /** A commit queued webhook events (the deliverer looks at once instead of at its next poll). */
   queuedWebhookEvents?(): void;
+  /** The sessions of `tenantId` are deleted by the sweep `afterMs` after their creation (the demo's). */
+  retention?: { tenantId: string; afterMs: number };
   log?: { warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
 }
 
@@ -59,6 +62,8 @@ export const TURN_GRACE_MS = 10_000;
 export class SessionHost implements ShardHandler {
   readonly #o: SessionHostOptions;
   readonly #residents: ResidentActors;
+  /** Sessions whose deletion runs now (the sweep's retention): activating one answers that it does not exist. */
+  readonly #deleting = new Set<string>();
   readonly #calls = new Calls();
   readonly #sweeper: Sweeper;
   readonly #commitDeps: FencedCommitDeps;
@@ -73,6 +78,7 @@ export class SessionHost implements ShardHandler {
       ...options,
       residents: this.#residents,
       expireIfDue: (sessionId) => this.expireIfDue(sessionId),
+      deleteSession: (sessionId) => this.deleteSession(sessionId),
     });
     this.#commitDeps = {
       store: options.store,
@@ -111,6 +117,8 @@ export class SessionHost implements ShardHandler {
 
   /** The session's actor entry, activating it when needed; null when there is no such session. */
   entry(sessionId: string): Promise<SessionEntry | null> {
+    // A session being deleted is gone already: no request may activate it behind the deletion's back.
+    if (this.#deleting.has(sessionId)) return Promise.resolve(null);
     return this.#residents.get(sessionId);
   }
 
@@ -148,6 +156,30 @@ export class SessionHost implements ShardHandler {
     await this.submit(entry, op).catch((err) => {
       if (!(err instanceof AppError && err.code === 'session_expired')) throw err;
     });
+  }
+
+  /**
+   * Deletes a session with everything it holds, unless an operation of it runs or waits here (false: the
+   * next sweep tries again). Its actor goes first, so nothing of it writes afterwards.
+   */
+  async deleteSession(sessionId: string): Promise<boolean> {
+    if (this.#residents.resident(sessionId) && !this.#residents.passivate(sessionId)) return false;
+    const shard = shardOf(sessionId);
+    const fence = this.#o.coordinator.fence(shard);
+    if (!fence) return false;
+    this.#deleting.add(sessionId);
+    try {
+      return await this.#o.store.deleteSession(sessionId, fence);
+    } catch (err) {
+      if (!(err instanceof StaleEpochError)) throw err;
+      this.#lostShard(shard);
+      return false;
+    } finally {
+      this.#deleting.delete(sessionId);
+      // An activation that began before the deletion did may have finished meanwhile: its actor holds a
+      // session that is gone (a commit of it would answer 404); drop it.
+      this.#residents.passivate(sessionId);
+    }
   }
 
   /** Passivates idle actors and expires due sessions; runs every `sweepMs`. */

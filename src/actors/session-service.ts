@@ -164,6 +164,8 @@ export class SessionService {
       ownFilesOnly?: boolean;
       /** Watches the turn as it runs (streamed sends). */
       observer?: TurnObserver;
+      /** Where the body names the file of content block `i`, for a refusal (`body.content.<i>.file_id`). */
+      fileAt?: (i: number) => (string | number)[];
     },
   ): Promise<SendResult> {
     const entry = await this.#entry(tenantId, sessionId, options.authorize);
@@ -179,7 +181,8 @@ export class SessionService {
     if (lookup?.attempt.state === 'finished') {
       return { ...replayOf(lookup.attempt), session_status: this.#o.host.status(entry) };
     }
-    const content = await this.#content(tenantId, message.content, ['body', 'content'], options.authorize, {
+    const fileAt = options.fileAt ?? ((i: number) => ['body', 'content', i, 'file_id']);
+    const content = await this.#content(tenantId, message.content, fileAt, options.authorize, {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
     // An authored assistant message calls no model: it only stores.
@@ -250,7 +253,12 @@ export class SessionService {
       fields.messages.map(async (m, j) => ({
         id: newId('msg'),
         role: m.role,
-        content: await this.#content(tenantId, m.content, ['body', 'messages', j, 'content'], authorize),
+        content: await this.#content(
+          tenantId,
+          m.content,
+          (i) => ['body', 'messages', j, 'content', i, 'file_id'],
+          authorize,
+        ),
         metadata: m.metadata ?? null,
       })),
     );
@@ -357,7 +365,8 @@ export class SessionService {
   async #content(
     tenantId: string,
     content: string | BlockInput[],
-    loc: (string | number)[],
+    /** Where the request names the file of block `i`. */
+    fileAt: (i: number) => (string | number)[],
     authorize: Authorize,
     only: { sessionId?: string } = {},
   ): Promise<ContentBlock[]> {
@@ -372,13 +381,13 @@ export class SessionService {
         const file = await this.#o.store.getFile(tenantId, fileId);
         if (!file || (only.sessionId !== undefined && file.session_id !== only.sessionId)) {
           throw new AppError('file_not_found', undefined, {
-            context: { file_id: fileId, param: [...loc, i, 'file_id'].join('.') },
+            context: { file_id: fileId, param: fileAt(i).join('.') },
           });
         }
         await authorizeFile(this.#o.store, tenantId, file, authorize);
         if (type === 'image' && !file.mime_type.startsWith('image/')) {
           throw ValidationError.at(
-            [...loc, i, 'file_id'],
+            fileAt(i),
             `File ${fileId} is ${file.mime_type}, not an image`,
             'value_error',
           );

@@ -1,12 +1,15 @@
 // The sweeper: every `sweepMs` it passivates the actors idle too long, expires the due sessions of the shards
-// this process serves and deletes Idempotency-Key records and webhook deliveries past retention. One sweep
-// at a time; a failed one is logged and the next retries.
+// this process serves, deletes the sessions of a tenant with a retention once they are older than it (the
+// demo page's), and deletes Idempotency-Key records and webhook deliveries past retention. One sweep at a
+// time; a failed one is logged and the next retries.
 import type { Coordinator } from '../cluster/coordinator.ts';
 import type { Store } from '../store/store.ts';
 import type { ResidentActors } from './resident-actors.ts';
 
 /** Most due sessions expired by one sweep; the next sweep takes the rest. */
 const EXPIRIES_PER_SWEEP = 500;
+/** Most sessions past their tenant's retention deleted by one sweep. */
+const DELETIONS_PER_SWEEP = 200;
 /** How long delivered and failed webhook deliveries stay listed. */
 export const WEBHOOK_DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
 
@@ -19,6 +22,10 @@ export interface SweeperOptions {
   sweepMs: number;
   /** Expires the session if its time has passed. */
   expireIfDue(sessionId: string): Promise<void>;
+  /** The sessions of `tenantId` are deleted `afterMs` after their creation. */
+  retention?: { tenantId: string; afterMs: number };
+  /** Deletes a session with all it holds; false when it is busy (the next sweep tries again). */
+  deleteSession(sessionId: string): Promise<boolean>;
   log?: { warn(obj: unknown, msg?: string): void };
 }
 
@@ -53,6 +60,21 @@ export class Sweeper {
         coordinator.servedShards(),
       )) {
         await this.#o.expireIfDue(id).catch((err) => log?.warn({ err, session_id: id }, 'expiry failed'));
+      }
+      const { retention } = this.#o;
+      if (retention) {
+        const before = new Date(Date.now() - retention.afterMs).toISOString();
+        const shards = coordinator.servedShards();
+        for (const id of await store.sessionsCreatedBefore(
+          retention.tenantId,
+          before,
+          DELETIONS_PER_SWEEP,
+          shards,
+        )) {
+          await this.#o
+            .deleteSession(id)
+            .catch((err) => log?.warn({ err, session_id: id }, 'deleting a session past retention failed'));
+        }
       }
       await store.deleteExpiredIdempotencyRecords(now);
       await store.deleteOldWebhookDeliveries(

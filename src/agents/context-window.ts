@@ -75,9 +75,23 @@ function keepNewest(
   return kept.reverse();
 }
 
-/** What the call after an overflow sends: the newer half of what overflowed (the newest message always). */
-export const halveHistory = <T>(messages: readonly T[]): T[] =>
-  messages.slice(Math.floor(messages.length / 2));
+/**
+ * A cut history from its first user message on: some chat templates (Mistral's, Llama 2's) refuse a
+ * conversation whose first message is the assistant's, and a cut can land on a reply. The newest message stays
+ * whatever it is.
+ */
+export function fromUser<T extends { role: string }>(messages: readonly T[]): T[] {
+  let start = 0;
+  while (start < messages.length - 1 && messages[start]?.role === 'assistant') start++;
+  return messages.slice(start);
+}
+
+/**
+ * What the call after an overflow sends: the newer half of what overflowed (the newest message always), from
+ * its first user message.
+ */
+export const halveHistory = <T extends { role: string }>(messages: readonly T[]): T[] =>
+  fromUser(messages.slice(Math.floor(messages.length / 2)));
 
 /** The estimate of a prompt: the system prompt and the messages, as fitNewest adds them. */
 export const promptTokens = (systemTokens: number, messageTokens: readonly number[]) =>
@@ -138,7 +152,7 @@ export class EstimateCorrection {
 
 /** A turn's history cut to the window: what is sent, and the estimate of it. */
 export interface WindowPlan {
-  /** The newest messages that fit, oldest first; the newest always. */
+  /** The newest messages that fit, oldest first, from a user message on; the newest always. */
   messages: MessageRecord[];
   /** The estimate of the system prompt, and of each kept message; null when the bytes alone showed a fit. */
   systemTokens: number | null;
@@ -168,8 +182,8 @@ function byteSize(message: MessageRecord): number {
 
 /**
  * Cuts `history` oldest-first so that the estimated prompt (system prompt and messages) plus the reply's
- * reserve fits the window, the estimate multiplied by the agent's `ratio`. Counts no token when the bytes
- * already fit; loads the tokenizer (`counter`) otherwise.
+ * reserve fits the window, the estimate multiplied by the agent's `ratio`, and never starts it with a reply.
+ * Counts no token when the bytes already fit; loads the tokenizer (`counter`) otherwise.
  */
 export async function planWindow(
   system: string,
@@ -181,7 +195,8 @@ export async function planWindow(
   const budget = promptBudget(settings, ratio);
   const bytes = history.reduce((sum, m) => sum + byteSize(m), byteBound(system, Infinity));
   if (bytes + PROMPT_TOKENS <= budget) {
-    return { messages: [...history], systemTokens: null, tokens: null, budget };
+    // The history a turn reads is already its newest messages, and may start with a reply too.
+    return { messages: fromUser(history), systemTokens: null, tokens: null, budget };
   }
   const count = await counter();
   const systemTokens = count(system, budget + 1);
@@ -191,8 +206,10 @@ export async function planWindow(
     const message = history[i];
     return message ? messageTokens(message, count, room) : 0;
   };
-  const tokens = keepNewest(systemTokens, history.length, sizeOf, budget);
-  return { messages: history.slice(history.length - tokens.length), systemTokens, tokens, budget };
+  const fitting = keepNewest(systemTokens, history.length, sizeOf, budget);
+  const messages = fromUser(history.slice(history.length - fitting.length));
+  const tokens = fitting.slice(fitting.length - messages.length);
+  return { messages, systemTokens, tokens, budget };
 }
 
 /**

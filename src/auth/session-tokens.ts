@@ -77,12 +77,16 @@ export class SessionTokens {
     this.#ttlSeconds = ttlSeconds;
   }
 
-  /** A new token for the conversation; earlier ones stay valid until their own expiry. */
+  /**
+   * A new token for the conversation; earlier ones stay valid until their own expiry. `jti` names it (a new
+   * id unless given, for a caller that records it).
+   */
   async mint(claims: {
     conversationId: string;
     tenantId: string;
     agentId: string;
     keyId: string;
+    jti?: string;
   }): Promise<{ session_token: string; expires_at: string }> {
     const issuedAt = Math.floor(Date.now() / 1000);
     const expiresAt = issuedAt + this.#ttlSeconds;
@@ -91,7 +95,7 @@ export class SessionTokens {
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
       .setSubject(claims.conversationId)
-      .setJti(newId('tok'))
+      .setJti(claims.jti ?? newId('tok'))
       .setIssuedAt(issuedAt)
       .setExpirationTime(expiresAt)
       .sign(this.#secret);
@@ -102,7 +106,12 @@ export class SessionTokens {
    * The token's claims; 401 `session_token_expired` or `session_token_invalid` otherwise, the latter also
    * once the key that minted it is revoked (read from the store on every request, as API keys are).
    */
-  async verify(token: string, keys: Pick<Store, 'getApiKey'>): Promise<SessionTokenClaims> {
+  async verify(
+    token: string,
+    keys: Pick<Store, 'getApiKey'>,
+    /** Seconds past its expiry a token is still accepted (a refresh that shows the token it replaces). */
+    options: { expiredWithinSeconds?: number } = {},
+  ): Promise<SessionTokenClaims> {
     let payload: unknown;
     try {
       ({ payload } = await jwtVerify(token, this.#secret, {
@@ -110,6 +119,7 @@ export class SessionTokens {
         issuer: ISSUER,
         audience: AUDIENCE,
         requiredClaims: ['sub', 'exp', 'jti'],
+        ...(options.expiredWithinSeconds ? { clockTolerance: options.expiredWithinSeconds } : {}),
       }));
     } catch (err) {
       if (err instanceof errors.JWTExpired) {

@@ -53,7 +53,8 @@ const allShards = () => Array.from({ length: SHARD_COUNT }, (_, i) => i);
 
 export class LocalCoordinator implements Coordinator {
   readonly nodeId: string;
-  readonly draining = false;
+  /** From a graceful stop on: readiness fails while the process still listens for its running turns. */
+  draining = false;
   readonly connected = true;
   readonly #store: Store;
   readonly #metrics: ClusterMetrics;
@@ -71,7 +72,9 @@ export class LocalCoordinator implements Coordinator {
     this.#metrics.ownedShards.set(this.#epochs.size);
   }
 
-  async drain(): Promise<void> {}
+  async drain(): Promise<void> {
+    this.draining = true;
+  }
 
   async stop(): Promise<void> {
     this.#epochs.clear();

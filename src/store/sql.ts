@@ -185,6 +185,65 @@ export function sessionsDueForExpiry(
   );
 }
 
+/** Ids of `tenantId`'s sessions created before `before`, oldest first (the retention sweep). */
+export function sessionsCreatedBefore(
+  d: Dialect,
+  tenantId: string,
+  before: string,
+  limit: number,
+  shards: readonly number[] | undefined,
+): Statement {
+  const q = new Query(d);
+  const where = [`tenant_id = ${q.param(tenantId)}`, `created_at < ${q.param(instant(before))}`];
+  if (shards) where.push(d.inJsonArray('shard', q.param(JSON.stringify(shards)), 'int'));
+  return q.statement(
+    `SELECT id FROM sessions WHERE ${where.join(' AND ')} ORDER BY created_at LIMIT ${q.param(limit)}`,
+  );
+}
+
+/**
+ * The tables whose rows name a session (`session_id`): deleting a session deletes its rows of each (a file's
+ * contents go with the file). A table added later that names sessions belongs here (a test checks).
+ */
+export const SESSION_CHILD_TABLES = [
+  'session_tokens',
+  'feedback',
+  'idempotency_records',
+  'tool_calls',
+  'messages',
+  'files',
+] as const;
+
+/** What deleting a session deletes: its rows of every child table, then the session (run in that order). */
+export function deleteSessionStatements(d: Dialect, sessionId: string): Statement[] {
+  return SESSION_CHILD_TABLES.map((table) => {
+    const q = new Query(d);
+    return q.statement(`DELETE FROM ${table} WHERE session_id = ${q.param(sessionId)}`);
+  });
+}
+
+/** Makes `jti` a session's newest token when the newest is `expected`; a row changed means it did. */
+export function replaceSessionToken(
+  d: Dialect,
+  sessionId: string,
+  expected: string | null,
+  jti: string,
+  at: string,
+): Statement {
+  const q = new Query(d);
+  if (expected === null) {
+    return q.statement(
+      `INSERT INTO session_tokens (session_id, jti, updated_at)
+         SELECT id, ${q.param(jti)}, ${q.param(at)} FROM sessions WHERE id = ${q.param(sessionId)}
+       ON CONFLICT (session_id) DO NOTHING`,
+    );
+  }
+  return q.statement(
+    `UPDATE session_tokens SET jti = ${q.param(jti)}, updated_at = ${q.param(at)}
+       WHERE session_id = ${q.param(sessionId)} AND jti = ${q.param(expected)}`,
+  );
+}
+
 /**
  * The session row's part of a write: the patch's columns (a column left out keeps its value), the added
  * messages' count, a new version and `updated_at`. Returns the new `messages_count`.

@@ -98,12 +98,32 @@ describe('which of the newest messages fit', () => {
   });
 });
 
+/** A message of `role` (message() alternates roles by its counter). */
+function said(role: 'user' | 'assistant', text: string): MessageRecord {
+  return { ...message(text), role };
+}
+
+/** The roles of `messages`, u and a, in order. */
+const roles = (messages: readonly MessageRecord[]) => messages.map((m) => m.role[0]).join('');
+
 describe('a retry after an overflow', () => {
   test('sends the newer half of what overflowed, the newest message always', () => {
-    assert.deepEqual(halveHistory([1, 2, 3, 4, 5, 6, 7]), [4, 5, 6, 7]);
-    assert.deepEqual(halveHistory([1, 2, 3, 4]), [3, 4]);
-    assert.deepEqual(halveHistory([1, 2]), [2]);
-    assert.deepEqual(halveHistory([1]), [1]);
+    const users = Array.from({ length: 7 }, (_, i) => said('user', `${i}`));
+    assert.deepEqual(halveHistory(users), users.slice(3));
+    assert.deepEqual(halveHistory(users.slice(0, 4)), users.slice(2, 4));
+    assert.deepEqual(halveHistory(users.slice(0, 2)), users.slice(1, 2));
+    assert.deepEqual(halveHistory(users.slice(0, 1)), users.slice(0, 1));
+  });
+
+  test('never starts with an assistant message: the half starts at the next user message', () => {
+    const chat = ['u', 'a', 'u', 'a', 'u', 'a', 'u'].map((r, i) =>
+      said(r === 'u' ? 'user' : 'assistant', `${i}`),
+    );
+    const half = halveHistory(chat);
+    assert.equal(roles(half), 'uau');
+    assert.equal(half.at(-1), chat.at(-1));
+    // An assistant message that is the newest is kept: there is nothing after it.
+    assert.equal(roles(halveHistory([said('user', 'q'), said('assistant', 'a')])), 'a');
   });
 });
 
@@ -173,7 +193,7 @@ describe('the plan of a turn', () => {
 
   test('a longer one is counted and cut oldest first, the newest always kept', async () => {
     // Each message is 200 characters: 50 tokens plus MESSAGE_TOKENS by the quarter counter.
-    const history = Array.from({ length: 30 }, (_, i) => message(`${i}`.padEnd(200, '.')));
+    const history = Array.from({ length: 30 }, (_, i) => said('user', `${i}`.padEnd(200, '.')));
     const plan = await planWindow('', history, settings, 1, quarterCounter);
     const each = 50 + MESSAGE_TOKENS;
     const fits = Math.floor((800 - PROMPT_TOKENS) / each);
@@ -195,6 +215,24 @@ describe('the plan of a turn', () => {
     const history = [withFile, message('a'.repeat(400)), message('b'.repeat(400))];
     const plan = await planWindow('', history, { context_window: 1200, max_tokens: 200 }, 1, quarterCounter);
     assert.deepEqual(plan.messages, history.slice(1));
+  });
+
+  test('never starts with an assistant message, cut or whole, and counts what it keeps', async () => {
+    const turns = (n: number, size: number) =>
+      Array.from({ length: n }, (_, i) => said(i % 2 ? 'user' : 'assistant', `${i}`.padEnd(size, '.')));
+    // Whole: a history cut to its newest messages before the plan (history_limit) may start with a reply.
+    const short = turns(6, 10);
+    assert.equal(roles(short), 'auauau');
+    const whole = await planWindow('', short, settings, 1, noCounter);
+    assert.deepEqual(whole.messages, short.slice(1));
+    // Cut: the 14 newest fit (54 tokens each in 792); the oldest of them is a reply, left out with its count.
+    const history = turns(30, 200);
+    const plan = await planWindow('', history, settings, 1, quarterCounter);
+    const each = 50 + MESSAGE_TOKENS;
+    assert.equal(Math.floor((800 - PROMPT_TOKENS) / each), 14);
+    assert.equal(history.at(-14)?.role, 'assistant');
+    assert.deepEqual(plan.messages, history.slice(-13));
+    assert.deepEqual(plan.tokens, Array(13).fill(each));
   });
 
   test('a new message fits alone, or says by how much it does not', async () => {

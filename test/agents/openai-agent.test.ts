@@ -572,7 +572,8 @@ describe('the agents file', () => {
 describe('the history the model sees, kept by the session actor between turns', () => {
   for (const passivate of [false, true]) {
     test(`is the last history_limit stored messages, authored and inactivity messages included${passivate ? ', also after passivation' : ''}`, async (ctx) => {
-      const file = await writeAgents('history.yaml', agentsYaml(['    history_limit: 4']));
+      // Five: the newest five start with a user message, which the model's history always does.
+      const file = await writeAgents('history.yaml', agentsYaml(['    history_limit: 5']));
       const app = await buildTestApp({ PARLEY_AGENTS_FILE: file, FAKE_API_KEY: 'sk-test' });
       ctx.after(() => app.close());
       const call = (
@@ -619,7 +620,7 @@ describe('the history the model sees, kept by the session actor between turns', 
       }));
       assert.equal(stored.length, 6);
       // What the model saw is the history before its own reply, cut to history_limit.
-      assert.deepEqual(seen, stored.slice(0, -1).slice(-4));
+      assert.deepEqual(seen, stored.slice(0, -1).slice(-5));
     });
   }
 });

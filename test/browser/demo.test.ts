@@ -1,12 +1,20 @@
-// The /demo page in a real Chromium: a streamed reply, an image upload, feedback, terminate, the keyboard, the
-// inactivity steps; the widget is the bundled /widget.js talking to a real listening app.
+// The /demo page in a real Chromium under its Content-Security-Policy: a streamed reply, an image upload,
+// feedback, terminate, the keyboard, the inactivity steps, the token refresh; the widget is the bundled
+// /widget.js talking to a real listening app.
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { browserSkip, RECORD_REPLY_STATES, useBrowser, useDemoApp } from '../helpers/browser.ts';
+import {
+  browserSkip,
+  RECORD_REPLY_STATES,
+  recordCspViolations,
+  useBrowser,
+  useDemoApp,
+  waitInPage,
+} from '../helpers/browser.ts';
 import { publicClient } from '../helpers/conversations.ts';
 import { solidPng } from '../helpers/png.ts';
 
@@ -18,13 +26,15 @@ describe('the widget', { skip: browserSkip }, () => {
   describe('on the demo page', () => {
     const demo = useDemoApp({ delayMs: 40 });
 
-    it('streams a reply, sends an image, takes feedback and ends the conversation', async (t) => {
+    it('streams a reply, sends an image, takes feedback and ends the conversation, its CSP refusing nothing', async (t) => {
       const page = await browser.page(t);
+      const violations = await recordCspViolations(page);
       await page.goto(`${demo.url}/demo`);
       const chat = page.locator('parley-chat');
       const input = page.getByRole('textbox', { name: 'Message' });
       await input.waitFor();
-      await page.waitForFunction(
+      await waitInPage(
+        page,
         `!document.querySelector('parley-chat').shadowRoot.querySelector('textarea').disabled`,
       );
       await page.evaluate(RECORD_REPLY_STATES);
@@ -83,6 +93,8 @@ describe('the widget', { skip: browserSkip }, () => {
       await rm(shot, { force: true });
       await page.screenshot({ path: shot, fullPage: true });
       assert.ok(existsSync(shot), 'the screenshot is saved');
+      // The widget's styles, the page's inline blocks, the API and the image preview all passed the policy.
+      assert.deepEqual(await violations(), []);
     });
 
     it('sends on Enter, adds a line on Shift+Enter, and keeps the messages in a polite log', async (t) => {
@@ -93,7 +105,8 @@ describe('the widget', { skip: browserSkip }, () => {
       await log.waitFor();
       assert.equal(await log.getAttribute('aria-live'), 'polite');
       const input = page.getByRole('textbox', { name: 'Message' });
-      await page.waitForFunction(
+      await waitInPage(
+        page,
         `!document.querySelector('parley-chat').shadowRoot.querySelector('textarea').disabled`,
       );
       await input.focus();
@@ -161,7 +174,8 @@ describe('the widget', { skip: browserSkip }, () => {
       await page.goto(`${demo.url}/demo`);
       const chat = page.locator('parley-chat');
       const input = page.getByRole('textbox', { name: 'Message' });
-      await page.waitForFunction(
+      await waitInPage(
+        page,
         `!document.querySelector('parley-chat').shadowRoot.querySelector('textarea').disabled`,
       );
       await input.fill('Where is my order? [[tool:lookup {"value":"A-1"}]]');
@@ -186,15 +200,19 @@ describe('the widget', { skip: browserSkip }, () => {
       await page.goto(`${demo.url}/demo`);
       const chat = page.locator('parley-chat');
       const input = page.getByRole('textbox', { name: 'Message' });
-      await page.waitForFunction(
+      await waitInPage(
+        page,
         `!document.querySelector('parley-chat').shadowRoot.querySelector('textarea').disabled`,
       );
       // The condition is the token's own expiry (its `exp`, which the server checks to the second).
-      await page.waitForFunction(`(() => {
+      await waitInPage(
+        page,
+        `(() => {
         const token = document.querySelector('parley-chat').getAttribute('token');
         const claims = JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
         return Date.now() >= (claims.exp + 1) * 1000;
-      })()`);
+      })()`,
+      );
       await input.fill('still here');
       await input.press('Enter');
       await chat.getByText('You said: "still here"').waitFor();

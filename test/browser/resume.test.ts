@@ -3,7 +3,7 @@
 // and the reply is shown whole and exactly once.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { browserSkip, RECORD_REPLY_STATES, useBrowser, useDemoApp } from '../helpers/browser.ts';
+import { browserSkip, RECORD_REPLY_STATES, useBrowser, useDemoApp, waitInPage } from '../helpers/browser.ts';
 import { startCuttingProxy } from '../helpers/cutting-proxy.ts';
 
 describe('a dropped reply stream', { skip: browserSkip }, () => {
@@ -18,7 +18,8 @@ describe('a dropped reply stream', { skip: browserSkip }, () => {
     await page.goto(`${proxy.url}/demo`);
     const chat = page.locator('parley-chat');
     const input = page.getByRole('textbox', { name: 'Message' });
-    await page.waitForFunction(
+    await waitInPage(
+      page,
       `!document.querySelector('parley-chat').shadowRoot.querySelector('textarea').disabled`,
     );
     await page.evaluate(RECORD_REPLY_STATES);

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Page, Request } from 'playwright-core';
-import { browserSkip, useBrowser, useDemoApp } from '../helpers/browser.ts';
+import { browserSkip, useBrowser, useDemoApp, waitInPage } from '../helpers/browser.ts';
 import { publicClient } from '../helpers/conversations.ts';
 import { solidPng } from '../helpers/png.ts';
 
@@ -22,7 +22,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 
 async function openDemo(page: Page, url: string) {
   await page.goto(`${url}/demo`);
-  await page.waitForFunction(READY);
+  await waitInPage(page, READY);
   const chat = page.locator('parley-chat');
   const input = page.getByRole('textbox', { name: 'Message' });
   const id = (await chat.getAttribute('conversation-id')) ?? '';
@@ -61,7 +61,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
     });
     await input.fill('Did this arrive?');
     await input.press('Enter');
-    await page.waitForFunction(`${SHADOW}.querySelector('[role=alert]').textContent !== ''`, null, {
+    await waitInPage(page, `${SHADOW}.querySelector('[role=alert]').textContent !== ''`, {
       timeout: 30_000,
     });
     assert.equal(await input.inputValue(), 'Did this arrive?', 'the draft is given back');
@@ -83,7 +83,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
     );
     assert.equal(await chat.locator('.msg.user').count(), 1);
 
-    await page.waitForFunction(READY);
+    await waitInPage(page, READY);
     await input.fill('And this one?');
     await input.press('Enter');
     await chat.locator('.msg.assistant:not([data-streaming])').nth(1).waitFor();
@@ -113,7 +113,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
     await input.fill('Two files');
     await input.press('Enter');
     // The send waits for first.png's upload; meanwhile the user picks another file.
-    await page.waitForFunction(`${SHADOW}.querySelector('[part=send-button]').disabled`);
+    await waitInPage(page, `${SHADOW}.querySelector('[part=send-button]').disabled`);
     await picker.setInputFiles({ name: 'second.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') });
     await chat.locator('.pending .chip[data-state="ready"]', { hasText: 'second.txt' }).waitFor();
     held.resolve();
@@ -128,7 +128,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
     // second.txt is still in the composer: it goes with the next message.
     assert.deepEqual(await chat.locator('.pending .chip').allTextContents(), ['second.txt×']);
 
-    await page.waitForFunction(READY);
+    await waitInPage(page, READY);
     await input.fill('The other one');
     await input.press('Enter');
     await chat.locator('.msg.assistant:not([data-streaming])').nth(1).waitFor();
@@ -184,7 +184,13 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
     await input.press('Enter');
     const src = (await chat.locator('.msg.user img').getAttribute('src')) ?? '';
     assert.match(src, /^blob:/);
-    const read = `fetch(${JSON.stringify(src)}).then(() => 'readable', () => 'revoked')`;
+    // Loaded as an image, as the page's policy allows blob: URLs for images only.
+    const read = `new Promise((resolve) => {
+      const probe = new Image();
+      probe.onload = () => resolve('readable');
+      probe.onerror = () => resolve('revoked');
+      probe.src = ${JSON.stringify(src)};
+    })`;
     assert.equal(await page.evaluate(read), 'readable');
     await page.evaluate(`document.querySelector('parley-chat').remove()`);
     assert.equal(await page.evaluate(read), 'revoked');
@@ -221,7 +227,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
     await input.fill('Still open?');
     await input.press('Enter');
     await chat.locator('.msg.assistant:not([data-streaming])').waitFor();
-    await page.waitForFunction(READY);
+    await waitInPage(page, READY);
     assert.deepEqual(
       (await stored(id, token)).map((m) => m.role),
       ['user', 'assistant'],
@@ -253,7 +259,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
       })()`);
       const reply = 'Hello! You said: "Move me while you answer, please". Context: page: "demo".';
       await chat.locator('.msg.assistant:not([data-streaming])').waitFor();
-      await page.waitForFunction(READY);
+      await waitInPage(page, READY);
       assert.deepEqual(await chat.locator('.msg .text').allTextContents(), [
         'Move me while you answer, please',
         reply,

@@ -371,7 +371,7 @@ test('a client that leaves a forwarded request before its answer is counted as g
   const socket = connect(Number(new URL(url).port), '127.0.0.1');
   await new Promise((resolve) => socket.once('connect', resolve));
   socket.write(
-    `POST /v1/agents/sessions/${id}/messages HTTP/1.1\r\nhost: x\r\nx-api-key: ${cluster.apiKey}\r\n` +
+    `POST /v1/agents/sessions/${id}/messages HTTP/1.1\r\nhost: 127.0.0.1\r\nx-api-key: ${cluster.apiKey}\r\n` +
       'content-type: application/json\r\ncontent-length: 100\r\n\r\n{"content":',
   );
   await sleep(100);

@@ -104,3 +104,31 @@ export const RECORD_REPLY_STATES = `(() => {
     if (text && text.textContent !== '' && states[states.length - 1] !== text.textContent) states.push(text.textContent);
   }).observe(root, { subtree: true, childList: true, characterData: true });
 })()`;
+
+/**
+ * Collects what the page's Content-Security-Policy refuses (`securitypolicyviolation` events, in shadow roots
+ * too, and Chromium's console reports of them) from the next navigation on; read it with the returned function.
+ */
+export async function recordCspViolations(page: Page): Promise<() => Promise<string[]>> {
+  const reported: string[] = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) reported.push(message.text());
+  });
+  await page.addInitScript(`(() => {
+    window.__cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (e) => {
+      window.__cspViolations.push(e.violatedDirective + ' ' + (e.blockedURI || 'inline') + ' ' + (e.sample || ''));
+    }, true);
+  })()`);
+  return async () => [...((await page.evaluate('window.__cspViolations')) as string[]), ...reported];
+}
+
+/**
+ * Waits until `expression` (JavaScript of the page) holds. Playwright polls a predicate given as a string by
+ * evaluating it in the page, which a page whose policy allows no `eval` (the demo's) refuses: here it is
+ * made a function in this process and sent as one.
+ */
+export function waitInPage(page: Page, expression: string, options: { timeout?: number } = {}) {
+  const predicate = new Function(`return (${expression});`) as () => unknown;
+  return page.waitForFunction(predicate, undefined, options);
+}

@@ -1,6 +1,7 @@
 // Raw HTTP/1.1 clients for the slow-client and shutdown tests: a socket that writes exactly what the test says, keeps what
 // it receives and tells when the server lets go of it, so that each client leaves its connection in the
 // state the test means (idle, never used, a stream no longer read).
+import { type IncomingHttpHeaders, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
 
 export interface Wire {
@@ -65,5 +66,46 @@ export function streamRequest(sessionId: string, content: string, apiKey: string
   return httpRequest('POST', `/v1/agents/sessions/${sessionId}/messages/stream`, {
     body: { content },
     headers: { 'x-api-key': apiKey, accept: 'text/event-stream' },
+  });
+}
+
+export interface HostAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * A request to `url` that names `host` in its Host header, as a page from another site does once its DNS name
+ * points at this machine (fetch sets Host from the URL, and may not be told otherwise).
+ */
+export function requestAs(
+  url: string,
+  host: string,
+  options: { method?: string; path?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<HostAnswer> {
+  const text = options.body === undefined ? undefined : JSON.stringify(options.body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      new URL(options.path ?? '/', url),
+      {
+        method: options.method ?? 'GET',
+        headers: {
+          host,
+          ...(text === undefined ? {} : { 'content-type': 'application/json' }),
+          ...options.headers,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (piece: string) => {
+          body += piece;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
   });
 }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { postgresMigrations } from '../../src/store/postgres/migrations.ts';
 import { PostgresStore } from '../../src/store/postgres/store.ts';
+import { SESSION_CHILD_TABLES } from '../../src/store/sql.ts';
 import { sqliteMigrations } from '../../src/store/sqlite/migrations.ts';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Migration } from '../../src/store/store.ts';
@@ -60,6 +61,20 @@ async function migratedSqlite(dir: string, migrations: readonly Migration[] = sq
 
 it('both stores have the same migrations, by version and name, in the same order', () => {
   assert.deepEqual(steps(postgresMigrations), steps(sqliteMigrations));
+});
+
+it('every table whose rows name a session is one that deleting a session empties of it', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'parley-children-'));
+  try {
+    const schema = await migratedSqlite(dir);
+    const naming = [...schema.tables]
+      .filter(([, table]) => table.columns.has('session_id'))
+      .map(([name]) => name)
+      .sort();
+    assert.deepEqual(naming, [...SESSION_CHILD_TABLES].sort());
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });
 
 const created = await createTestDatabase();

@@ -117,11 +117,14 @@ export const metadataSchema = jsonObject(8 * KiB);
  * back as U+FFFD, so the write would answer something other than what is stored. Refused as 422.
  */
 export function text() {
-  return z.string().refine((s) => !/\p{Cs}/u.test(s), {
-    message: 'Input should be well-formed Unicode (no lone surrogates)',
-    params: { type: 'string_unicode' },
-  });
+  return z.string().check(wellFormed);
 }
+
+/** The check of text(), for a string schema of another kind (a URL). */
+export const wellFormed = z.refine<string>((s) => !/\p{Cs}/u.test(s), {
+  message: 'Input should be well-formed Unicode (no lone surrogates)',
+  params: { type: 'string_unicode' },
+});
 
 /** An ISO 8601 instant as the service writes it. */
 export const timestamp = z.string().meta({ format: 'date-time' });

@@ -1,7 +1,7 @@
 // Schemas of the Webhook resource: registering an endpoint, the endpoint as answered (its secret only in the
 // 201), and a delivery.
 import { z } from 'zod';
-import { timestamp } from './common.ts';
+import { timestamp, wellFormed } from './common.ts';
 import { WEBHOOK_EVENT_TYPES } from './enums.ts';
 
 export const webhookEventType = z.enum(WEBHOOK_EVENT_TYPES);
@@ -13,9 +13,11 @@ export const webhookSecret = z
 
 export const webhookCreate = z
   .strictObject({
+    // Well-formed first: a lone surrogate would be stored as U+FFFD, another URL than the one answered.
     url: z
       .url({ protocol: /^https?$/, error: 'Must be an http or https URL' })
       .max(2048)
+      .check(wellFormed)
       .meta({
         description:
           'Where deliveries are POSTed. Private and loopback addresses are refused unless the server allows them.',

@@ -14,6 +14,25 @@ export interface ChatParts {
   feedback: HTMLElement;
 }
 
+/** The stylesheet, made once and adopted by every element's shadow root. */
+let sheet: CSSStyleSheet | undefined;
+
+/**
+ * The widget's styles for `root`: an adopted stylesheet, which a page's Content-Security-Policy does not
+ * govern (a `<style>` element would need `style-src 'unsafe-inline'` there), else a `<style>` element.
+ */
+function adoptStyles(root: ShadowRoot): HTMLStyleElement | null {
+  if (!('adoptedStyleSheets' in root) || typeof CSSStyleSheet.prototype.replaceSync !== 'function') {
+    return h('style', {}, styles);
+  }
+  if (!sheet) {
+    sheet = new CSSStyleSheet();
+    sheet.replaceSync(styles);
+  }
+  root.adoptedStyleSheets = [...root.adoptedStyleSheets, sheet];
+  return null;
+}
+
 export class ChatView {
   readonly log = h('div', {
     class: 'log',
@@ -31,8 +50,9 @@ export class ChatView {
   constructor(root: ShadowRoot, parts: ChatParts, active: () => void) {
     this.#parts = parts;
     for (const type of ['keydown', 'pointerdown']) root.addEventListener(type, active);
+    const style = adoptStyles(root);
+    if (style) root.append(style);
     root.append(
-      h('style', {}, styles),
       h(
         'div',
         { class: 'chat', part: 'container' },

@@ -1,10 +1,12 @@
 // PARLEY_DEMO: GET /demo, a page with <parley-chat> on the `demo` agent, a fresh conversation and token minted
 // here at each load (as an integrator's server would, with the same session service), and POST /demo/token,
-// the page's token refresh, for conversations of the `demo` tenant only. Tokens name an API key (`kid`) and die
-// with it, so the demo tenant has a key of its own whose secret nobody holds (listed as `(demo page)`): it only
-// signs these tokens, and the start-up warning that no API key exists does not count it. Anyone may load the
-// page, so both routes have a per-address rate limit (each load stores a conversation).
-import type { FastifyInstance } from 'fastify';
+// the page's token refresh, which takes the conversation's newest token as the bearer and works only while the
+// conversation is active. Tokens name an API key (`kid`) and die with it, so the demo tenant has a key of
+// its own whose secret nobody holds (listed as `(demo page)`): it only signs these tokens, and the start-up
+// warning that no API key exists does not count it. Anyone may load the page: both routes have a per-address rate
+// limit, and the page a cap on the conversations every client together starts an hour; a browser that meets
+// one is shown a page, not JSON (docs/guides/embedding.md#the-demo-page).
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod, ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -12,11 +14,16 @@ import { errorEnvelope, sessionTokenSchema } from '#schemas';
 import type { SessionService } from '../../actors/session-service.ts';
 import { generateApiKey, hashApiKey } from '../../auth/api-keys.ts';
 import type { SessionTokens } from '../../auth/session-tokens.ts';
-import { asConversationError } from '../../errors.ts';
+import type { DemoConfig } from '../../config.ts';
+import { AppError, asConversationError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import type { ApiKeyRecord, Store } from '../../store/store.ts';
+import { handleError } from '../server/error-handler.ts';
+import type { HourlyCap } from '../server/hourly-cap.ts';
+import { pageHeaders } from '../server/page-headers.ts';
 import { registerRateLimit } from '../server/rate-limit.ts';
 import { createsSession } from '../server/route-config.ts';
+import { DEMO_LIMIT_CSP, DEMO_PAGE_CSP, demoLimitPage, demoPage } from './demo-page.ts';
 
 export const DEMO_TENANT = 'demo';
 export const DEMO_AGENT = 'demo';
@@ -34,48 +41,7 @@ export async function demoKeyCount(store: Store): Promise<number> {
   return (await store.listApiKeys(DEMO_TENANT)).filter(isDemoKey).length;
 }
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-
 const seconds = z.coerce.number().positive().max(86_400).optional();
-
-export function demoPage(attributes: Record<string, string>): string {
-  const attrs = Object.entries(attributes)
-    .map(([name, value]) => ` ${name}="${escapeHtml(value)}"`)
-    .join('');
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Parley demo</title>
-<script type="module" src="/widget.js"></script>
-<style>
-  body { font-family: system-ui, sans-serif; max-width: 42rem; margin: 2rem auto; padding: 0 1rem; color: #1f2933; }
-  parley-chat { --parley-height: 34rem; }
-</style>
-</head>
-<body>
-<main>
-<h1>Parley demo</h1>
-<p>A new conversation with the <code>demo</code> agent, started for this page load. Reload for another one.</p>
-<parley-chat${attrs}><span slot="title">Demo agent</span></parley-chat>
-</main>
-<script type="module">
-  const chat = document.querySelector('parley-chat');
-  chat.refreshToken = async () => {
-    const res = await fetch('/demo/token', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ conversation_id: chat.getAttribute('conversation-id') }),
-    });
-    if (!res.ok) throw new Error('Could not refresh the session token (' + res.status + ')');
-    return (await res.json()).session_token;
-  };
-</script>
-</body>
-</html>
-`;
-}
 
 /**
  * The demo tenant's live signing key: `known` while it is live, else the oldest live one, else a new one (the
@@ -113,12 +79,57 @@ export interface DemoRoutesOptions {
   store: Store;
   sessions: SessionService;
   tokens: SessionTokens;
+  config: DemoConfig;
+  /** The conversations every client together may start an hour (shared by the processes with Redis). */
+  conversations: HourlyCap;
   /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
   redis?: Redis;
 }
 
+/** Whether the client takes HTML (a browser's navigation), and so is shown a page rather than JSON. */
+function wantsHtml(request: FastifyRequest): boolean {
+  return (request.headers.accept ?? '').split(',').some((part) => {
+    const [type = '', ...params] = part.trim().toLowerCase().split(';');
+    return type.trim() === 'text/html' && !params.some((p) => /^\s*q=0(\.0*)?\s*$/.test(p));
+  });
+}
+
+/**
+ * The page's errors: a browser meeting a limit (429) or a busy service (503) is shown a page that says so and
+ * when to come back, with the same status and Retry-After; anything else, and every other client, gets JSON.
+ */
+function pageErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  const busy = error instanceof AppError && (error.statusCode === 429 || error.statusCode === 503);
+  if (!busy || !wantsHtml(request)) return handleError(error, request, reply);
+  const retryAfter = Number(error.headers?.['retry-after']);
+  const message =
+    error.code === 'rate_limited'
+      ? error.context?.cap
+        ? 'So many demo conversations were started this hour that no more can start now.'
+        : 'This address has started as many demo conversations as it may for now.'
+      : 'The service cannot start a conversation right now.';
+  return pageHeaders(reply.code(error.statusCode), DEMO_LIMIT_CSP)
+    .headers(error.headers ?? {})
+    .header('cache-control', 'no-store')
+    .type('text/html; charset=utf-8')
+    .send(demoLimitPage(message, Number.isFinite(retryAfter) ? retryAfter : null));
+}
+
+/** The bearer token of a request; 401 `unauthorized` without one. */
+function bearerOf(request: FastifyRequest): string {
+  const match = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '');
+  if (!match?.[1]) {
+    throw new AppError(
+      'unauthorized',
+      "Send the conversation's newest session token as Authorization: Bearer <session_token>.",
+      { headers: { 'www-authenticate': 'Bearer realm="parley"' } },
+    );
+  }
+  return match[1];
+}
+
 export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, options) => {
-  const { store, sessions, tokens, redis } = options;
+  const { store, sessions, tokens, redis, config } = options;
   let known: string | undefined;
   let checking: Promise<string> | undefined;
   /** One check-and-create at a time in this process: requests that need the key meanwhile share its answer. */
@@ -134,8 +145,29 @@ export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, 
     return checking;
   };
 
+  /** A token for the conversation, recorded as its newest when it replaces `previous` (null: the first). */
+  const mintNewest = async (conversationId: string, agentId: string, previous: string | null) => {
+    const jti = newId('tok');
+    const minted = await tokens.mint({
+      conversationId,
+      tenantId: DEMO_TENANT,
+      agentId,
+      keyId: await demoKey(),
+      jti,
+    });
+    if (!(await store.replaceSessionToken(conversationId, previous, jti))) {
+      throw new AppError(
+        'session_token_invalid',
+        'Only the newest session token of this conversation refreshes it; reload the page for a new conversation.',
+        { headers: { 'www-authenticate': 'Bearer error="invalid_token"' } },
+      );
+    }
+    return minted;
+  };
+
   // Each route in a scope of its own, with its own budget per client address.
   await app.register(async (scope: FastifyInstance) => {
+    scope.setErrorHandler(pageErrors);
     await registerRateLimit(scope, {
       perMinute: DEMO_PAGES_PER_MINUTE,
       key: (request) => `demo-page:${request.ip}`,
@@ -154,14 +186,11 @@ export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, 
         },
       },
       async (request, reply) => {
-        const kid = await demoKey();
+        await options.conversations.take();
+        // The key first: it makes the demo tenant when there is none.
+        await demoKey();
         const session = await sessions.createSession(DEMO_TENANT, DEMO_AGENT, { context: { page: 'demo' } });
-        const { session_token } = await tokens.mint({
-          conversationId: session.id,
-          tenantId: DEMO_TENANT,
-          agentId: DEMO_AGENT,
-          keyId: kid,
-        });
+        const { session_token } = await mintNewest(session.id, DEMO_AGENT, null);
         const { inactivity_warning_after: warning, inactivity_final_after: final } = request.query;
         const page = demoPage({
           'conversation-id': session.id,
@@ -170,7 +199,10 @@ export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, 
           ...(final !== undefined ? { 'inactivity-final-after': String(final) } : {}),
         });
         // Every load is a new conversation: never cached.
-        return reply.header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
+        return pageHeaders(reply, DEMO_PAGE_CSP)
+          .header('cache-control', 'no-store')
+          .type('text/html; charset=utf-8')
+          .send(page);
       },
     );
   });
@@ -186,23 +218,40 @@ export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, 
       {
         schema: {
           hide: true,
+          headers: z.object({ authorization: z.string().optional() }),
           body: z.strictObject({ conversation_id: z.string().min(1).max(200) }),
-          response: { 200: sessionTokenSchema, 404: errorEnvelope, 429: errorEnvelope },
+          response: {
+            200: sessionTokenSchema,
+            401: errorEnvelope,
+            403: errorEnvelope,
+            404: errorEnvelope,
+            409: errorEnvelope,
+            429: errorEnvelope,
+          },
         },
       },
       async (request) => {
         const id = request.body.conversation_id;
+        // The newest token refreshes even once expired, for as long as the conversation is kept.
+        const claims = await tokens.verify(bearerOf(request), store, {
+          expiredWithinSeconds: Math.ceil(config.retentionMs / 1000),
+        });
+        if (claims.tenantId !== DEMO_TENANT || claims.conversationId !== id) {
+          throw new AppError('forbidden', 'This session token belongs to another conversation.', {
+            context: { conversation_id: id },
+          });
+        }
         const session = await sessions
           .getSession(DEMO_TENANT, id, () => {})
           .catch((err) => {
             throw asConversationError(err, id);
           });
-        return tokens.mint({
-          conversationId: session.id,
-          tenantId: DEMO_TENANT,
-          agentId: session.agent_id,
-          keyId: await demoKey(),
-        });
+        if (session.status !== 'active') {
+          throw new AppError(session.status === 'closed' ? 'session_closed' : 'session_expired', undefined, {
+            context: { session_id: id },
+          });
+        }
+        return mintNewest(session.id, session.agent_id, claims.jti);
       },
     );
   });

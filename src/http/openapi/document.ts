@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { contentBlockDocumented } from '#schemas';
 import { errorCatalogue } from '../../errors.ts';
 import { VERSION } from '../../version.ts';
+import { pageHeadersOnScope } from '../server/page-headers.ts';
 import { describeDefaults, nameHeaders } from './for-generators.ts';
 import { describeStatus, genericErrors, type OperationDoc, operationDocs } from './operations.ts';
 
@@ -282,6 +283,17 @@ export async function registerOpenApi(app: FastifyInstance) {
     transform: jsonSchemaTransform,
     transformObject: (input: Document) => completeDocument(jsonSchemaTransformObject(input) as Json),
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // Swagger UI loads its scripts, stylesheets and images from /docs/static and the document from /docs/json;
+  // its icons are data: URLs in its stylesheet. Its own routes and files get the page headers in this scope.
+  // Its base layout leaves out the top bar, whose logo carries an inline stylesheet the policy would refuse.
+  await app.register(async (scope) => {
+    pageHeadersOnScope(scope, {
+      'script-src': ["'self'"],
+      'style-src': ["'self'"],
+      'img-src': ["'self'", 'data:'],
+      'connect-src': ["'self'"],
+    });
+    await scope.register(swaggerUi, { routePrefix: '/docs', uiConfig: { layout: 'BaseLayout' } });
+  });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

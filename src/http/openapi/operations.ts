@@ -25,6 +25,7 @@ export const genericErrors: readonly ErrorCode[] = [
   'payload_too_large',
   'unsupported_media_type',
   'shard_not_owned',
+  'host_not_allowed',
   'headers_too_large',
   'internal_error',
   'service_unavailable',

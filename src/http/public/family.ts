@@ -14,6 +14,7 @@ import { registerRateLimit } from '../server/rate-limit.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { publicConversationRoutes } from './conversation.ts';
 import { publicFilesRoutes } from './files.ts';
+import { registerTenantBounds, type TenantBounds } from './tenant-bounds.ts';
 
 export const PUBLIC_PREFIX = '/v1/public/agents/conversations';
 
@@ -26,6 +27,8 @@ export interface PublicFamilyOptions {
   redis?: Redis;
   /** This process's streamed turns (shared by both families). */
   turns: LiveTurns;
+  /** Tighter bounds for one tenant's conversations (the demo page's). */
+  bounded?: TenantBounds;
 }
 
 export async function publicFamily(scope: FastifyInstance, options: PublicFamilyOptions) {
@@ -67,12 +70,18 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
       asConversationError(e, request.sessionToken?.conversationId ?? ''),
     ),
   );
-  const { store, sessions } = options;
+  const { store, sessions, bounded } = options;
+  if (bounded) registerTenantBounds(scope, bounded, store);
   await scope.register(publicConversationRoutes, {
     store,
     sessions,
     pingMs: config.ssePingMs,
     turns: options.turns,
   });
-  await scope.register(publicFilesRoutes, { store, config, sessions });
+  await scope.register(publicFilesRoutes, {
+    store,
+    config,
+    sessions,
+    quotaOf: (tenantId) => (tenantId === bounded?.tenantId ? bounded.fileQuota : config.fileQuota),
+  });
 }

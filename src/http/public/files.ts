@@ -6,7 +6,7 @@ import { authErrors, conversationFile, conversationParams, errorEnvelope, pageOf
 import type { SessionService } from '../../actors/session-service.ts';
 import type { Config } from '../../config.ts';
 import { newId } from '../../ids.ts';
-import type { Store } from '../../store/store.ts';
+import type { FileQuota, Store } from '../../store/store.ts';
 import { toConversationFile } from '../../store/views.ts';
 import { tokenSession } from '../auth/session-target.ts';
 import { onConversation } from '../server/route-config.ts';
@@ -16,7 +16,9 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
   store: Store;
   config: Config;
   sessions: SessionService;
-}> = async (app, { store, config, sessions }) => {
+  /** The upload quota of a tenant's conversations. */
+  quotaOf: (tenantId: string) => FileQuota;
+}> = async (app, { store, config, sessions, quotaOf }) => {
   const uploadLimitBytes = config.limits.uploadBytes;
   await registerUploads(app, uploadLimitBytes);
 
@@ -55,7 +57,7 @@ export const publicFilesRoutes: FastifyPluginAsyncZod<{
           session_id: sessionId,
         },
         upload.content,
-        config.fileQuota,
+        quotaOf(tenantId),
       );
       return reply.code(201).send(toConversationFile(file));
     },

@@ -1,6 +1,6 @@
 // Request validation with zod, answered in FastAPI's 422 shape: `{ detail: [{ loc, msg, type }] }`,
 // with `loc` starting at body, query, path or header, and snake_case `type`s a client can branch on.
-import type { FastifySchemaCompiler } from 'fastify';
+import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
 import type { ZodType, z } from 'zod';
 import { MAX_NUL_PATHS, NUL_MESSAGE, NUL_TYPE, nulPaths } from '#schemas';
 import { ValidationError, type ValidationIssue } from '../../errors.ts';
@@ -170,4 +170,33 @@ export function prototypeKeyIssues(body: string): ValidationIssue[] | null {
     }
   }
   return issues.length > 0 ? issues : null;
+}
+
+/**
+ * JSON only (multipart where a route takes uploads): any other body type is a 415. An empty JSON body means
+ * "no fields"; malformed JSON is a 422 at ["body"].
+ */
+export function registerJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    parseJson(request, text, (err, value) => {
+      if (err) {
+        // Valid JSON refused for a prototype key is a 422 at that key, not `json_invalid`.
+        const proto = prototypeKeyIssues(text);
+        if (proto) return done(new ValidationError(proto), undefined);
+        return done(ValidationError.at(['body'], `Invalid JSON: ${err.message}`, 'json_invalid'), undefined);
+      }
+      // Every JSON body is an object; `null` is not "no fields" (an absent body is), as the document says.
+      if (value === null) {
+        return done(ValidationError.at(['body'], 'Input should be an object', 'dict_type'), undefined);
+      }
+      // Text with U+0000 is refused wherever it sits, before any route reads it (PostgreSQL cannot store it).
+      const nul = nulIssues(value, 'body');
+      if (nul.length > 0) return done(new ValidationError(nul), undefined);
+      done(null, value);
+    });
+  });
 }

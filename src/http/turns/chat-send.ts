@@ -14,6 +14,8 @@ const FILE_ID = /^file_[0-9A-Za-z]{1,195}$/;
 export interface ChatSend {
   id: string;
   content: BlockInput[];
+  /** Where the body names the file of content block `i` (its file part's `url`), for a refusal. */
+  fileAt: (i: number) => (string | number)[];
 }
 
 /**
@@ -37,6 +39,8 @@ export function chatSend(messages: readonly UIMessageInput[]): ChatSend {
     at(['id'], 'A user message id is 1 to 255 printable ASCII characters', 'string_pattern_mismatch');
   }
   const content: BlockInput[] = [];
+  /** The part each block came from. */
+  const partOf: number[] = [];
   message.parts.forEach((part, p) => {
     if (part.type === 'text') {
       const { text } = part;
@@ -49,7 +53,10 @@ export function chatSend(messages: readonly UIMessageInput[]): ChatSend {
         );
       else if (text.length > MAX_TEXT)
         at(['parts', p, 'text'], `String should have at most ${MAX_TEXT} characters`, 'string_too_long');
-      else if (text !== '') content.push({ type: 'text', text });
+      else if (text !== '') {
+        content.push({ type: 'text', text });
+        partOf.push(p);
+      }
     } else if (part.type === 'file') {
       const { url, mediaType } = part;
       if (typeof url !== 'string' || !FILE_ID.test(url)) {
@@ -61,6 +68,7 @@ export function chatSend(messages: readonly UIMessageInput[]): ChatSend {
       } else {
         const image = typeof mediaType === 'string' && mediaType.startsWith('image/');
         content.push({ type: image ? 'image' : 'file', file_id: url });
+        partOf.push(p);
       }
     }
   });
@@ -71,5 +79,9 @@ export function chatSend(messages: readonly UIMessageInput[]): ChatSend {
     at(['parts'], `At most ${MAX_BLOCKS} text and file parts`, 'too_long');
   }
   if (issues.length > 0) throw new ValidationError(issues);
-  return { id: message.id, content };
+  return {
+    id: message.id,
+    content,
+    fileAt: (i) => ['body', 'messages', index, 'parts', partOf[i] ?? i, 'url'],
+  };
 }

@@ -49,7 +49,7 @@ export function registerChatRoute(
     },
     async (request, reply) => {
       const target = family.target(request, request.params[family.param]);
-      const { id, content } = chatSend(request.body.messages);
+      const { id, content, fileAt } = chatSend(request.body.messages);
       const { createUIMessageStreamResponse } = await loadSdk();
       return streamChat(reply, {
         respond: createUIMessageStreamResponse,
@@ -64,6 +64,7 @@ export function registerChatRoute(
               operation: 'stream',
               ownFilesOnly: family.endUser,
               observer,
+              fileAt,
             },
           ),
         sessionId: target.sessionId,

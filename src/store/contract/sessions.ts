@@ -121,4 +121,22 @@ export interface SessionStore {
   commitSession(write: SessionWrite): Promise<SessionWriteResult>;
   /** Ids of active sessions whose expiry has passed, oldest expiry first; only in `shards` when given. */
   sessionsDueForExpiry(now: string, limit: number, shards?: readonly number[]): Promise<string[]>;
+  /** Ids of `tenantId`'s sessions created before `before`, oldest first; only in `shards` when given. */
+  sessionsCreatedBefore(
+    tenantId: string,
+    before: string,
+    limit: number,
+    shards?: readonly number[],
+  ): Promise<string[]>;
+  /**
+   * Deletes a session with everything it holds (messages, files, tool calls, Idempotency-Key records,
+   * feedback, its token record) in one transaction; throws StaleEpochError (deleting nothing) when fenced
+   * out. False when there is no such session.
+   */
+  deleteSession(sessionId: string, fence: Fence): Promise<boolean>;
+  /**
+   * Makes `jti` the session's newest token when its newest is `expected` (null: it has none yet), at once,
+   * so that of two refreshes showing the same token one wins. False when it is not (or no such session).
+   */
+  replaceSessionToken(sessionId: string, expected: string | null, jti: string): Promise<boolean>;
 }

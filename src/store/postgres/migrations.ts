@@ -275,4 +275,17 @@ export const postgresMigrations: readonly Migration[] = [
     // sessions, 500 due) and stops at its limit as before. The drop locks the table for a moment.
     sql: 'DROP INDEX IF EXISTS sessions_shard_expiry;',
   },
+  {
+    version: 12,
+    name: 'session tokens',
+    // A conversation's newest session token, for the conversations whose tokens are refreshed by showing
+    // the newest one (the demo page's): that one refreshes it, an older one no longer does.
+    sql: `
+      CREATE TABLE session_tokens (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+        jti TEXT NOT NULL,
+        updated_at TEXT COLLATE "C" NOT NULL
+      );
+    `,
+  },
 ];

@@ -1,17 +1,21 @@
 // Sessions of PostgresStore: shard claims, fenced inserts, reads, and the one session write every commit
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
+import { sessionNotFound } from '../../errors.ts';
 import { SHARD_COUNT } from '../../shards.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
+  deleteSessionStatements,
   insert,
   listSessions,
   patchSession,
   postgresDialect,
   recordIdempotencyKey,
+  replaceSessionToken,
   type Statement,
+  sessionsCreatedBefore,
   sessionsDueForExpiry,
   storeIdempotencyResponse,
   toolCallStatements,
@@ -99,6 +103,32 @@ export function part(db: Db): StoreParts['sessions'] {
       const { sql, values } = sessionsDueForExpiry(postgresDialect, at, limit, shards);
       return (await db.rows(sql, values)).map((r) => String(r.id));
     },
+
+    async sessionsCreatedBefore(tenantId, before, limit, shards) {
+      const { sql, values } = sessionsCreatedBefore(postgresDialect, tenantId, before, limit, shards);
+      return (await db.rows(sql, values)).map((r) => String(r.id));
+    },
+
+    async deleteSession(sessionId, fence) {
+      return db.tx(async (c) => {
+        // Locked first, as a session write locks it: a write of this session waits, then finds it gone.
+        const { rows } = await c.query('SELECT shard FROM sessions WHERE id = $1 FOR UPDATE', [sessionId]);
+        const shard: unknown = rows[0]?.shard;
+        if (shard === undefined) return false;
+        if (shard !== fence.shard) throw new StaleEpochError(Number(shard));
+        await checkFence(c, fence);
+        for (const statement of deleteSessionStatements(postgresDialect, sessionId))
+          await execute(c, statement);
+        await c.query('DELETE FROM sessions WHERE id = $1', [sessionId]);
+        return true;
+      });
+    },
+
+    async replaceSessionToken(sessionId, expected, jti) {
+      const statement = replaceSessionToken(postgresDialect, sessionId, expected, jti, now());
+      const { rowCount } = await db.tx((c) => execute(c, statement));
+      return rowCount === 1;
+    },
   };
   return sessions;
 }
@@ -108,7 +138,8 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   const at = write.at ?? now();
   const session = await c.query('SELECT shard FROM sessions WHERE id = $1', [write.session_id]);
   const shard: unknown = session.rows[0]?.shard;
-  if (shard === undefined) throw new Error(`Session ${write.session_id} does not exist`);
+  // Deleted meanwhile (the demo's retention): the caller learns the session is gone, not an internal error.
+  if (shard === undefined) throw sessionNotFound(write.session_id);
   // A fence of another shard proves nothing about this session's shard.
   if (shard !== write.fence.shard) throw new StaleEpochError(Number(shard));
   await checkFence(c, write.fence);

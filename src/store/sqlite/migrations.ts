@@ -263,4 +263,17 @@ export const sqliteMigrations: readonly Migration[] = [
     // every session write paid for it (expires_at moves with each message: one more index page per commit).
     sql: 'DROP INDEX IF EXISTS sessions_shard_expiry;',
   },
+  {
+    version: 12,
+    name: 'session tokens',
+    // A conversation's newest session token, for the conversations whose tokens are refreshed by showing
+    // the newest one (the demo page's): that one refreshes it, an older one no longer does.
+    sql: `
+      CREATE TABLE session_tokens (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id),
+        jti TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+    `,
+  },
 ];

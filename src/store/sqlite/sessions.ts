@@ -1,14 +1,18 @@
 // Sessions of SqliteStore: shard claims, fenced inserts, reads, and the one session write that every commit
 // applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
+import { sessionNotFound } from '../../errors.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
+  deleteSessionStatements,
   insert,
   listSessions,
   patchSession,
   recordIdempotencyKey,
+  replaceSessionToken,
+  sessionsCreatedBefore,
   sessionsDueForExpiry,
   sqliteDialect,
   storeIdempotencyResponse,
@@ -84,6 +88,28 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
     async sessionsDueForExpiry(at, limit, shards) {
       return all(db, sessionsDueForExpiry(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
     },
+
+    async sessionsCreatedBefore(tenantId, before, limit, shards) {
+      const statement = sessionsCreatedBefore(sqliteDialect, tenantId, before, limit, shards);
+      return all(db, statement).map((r) => String(r.id));
+    },
+
+    async deleteSession(sessionId, fence) {
+      return db.write(() => {
+        const row = db.q('SELECT shard FROM sessions WHERE id = ?').get(sessionId);
+        if (!row) return false;
+        if (row.shard !== fence.shard) throw new StaleEpochError(Number(row.shard));
+        checkFence(fence);
+        for (const statement of deleteSessionStatements(sqliteDialect, sessionId)) run(db, statement);
+        db.q('DELETE FROM sessions WHERE id = ?').run(sessionId);
+        return true;
+      });
+    },
+
+    async replaceSessionToken(sessionId, expected, jti) {
+      const statement = replaceSessionToken(sqliteDialect, sessionId, expected, jti, now());
+      return db.write(() => Number(run(db, statement).changes) === 1);
+    },
   };
   return sessions;
 }
@@ -95,7 +121,8 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const owner = db
     .q('SELECT s.shard, o.epoch FROM sessions s LEFT JOIN shard_owner o ON o.shard = s.shard WHERE s.id = ?')
     .get(write.session_id);
-  if (!owner) throw new Error(`Session ${write.session_id} does not exist`);
+  // Deleted meanwhile (the demo's retention): the caller learns the session is gone, not an internal error.
+  if (!owner) throw sessionNotFound(write.session_id);
   if (owner.shard !== write.fence.shard || owner.epoch !== write.fence.epoch) {
     throw new StaleEpochError(Number(owner.shard));
   }

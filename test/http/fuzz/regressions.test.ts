@@ -97,6 +97,20 @@ describe('fuzzing regressions', () => {
     assert.equal(created.json().detail[0].type, 'string_unicode');
   });
 
+  it('refuses a webhook url holding a lone surrogate with 422 string_unicode rather than storing another url', async () => {
+    for (const url of ['https://crm.example.com/hook\\ud800', 'https://crm\\udfff.example.com/hook']) {
+      const created = await send(
+        jsonRequest('POST', '/v1/agents/webhooks', `{"url":"${url}","events":["session.closed"]}`),
+      );
+      assert.equal(created.statusCode, 422, created.body);
+      const issues = created.json().detail as { loc: string[]; type: string }[];
+      assert.ok(
+        issues.some((d) => d.loc.join('.') === 'body.url' && d.type === 'string_unicode'),
+        created.body,
+      );
+    }
+  });
+
   it('cuts a long file name with astral characters without splitting a character and reads it back the same', async () => {
     const parts: Part[] = [
       {

@@ -73,7 +73,7 @@ describe('a server with short request timeouts', () => {
     'a client that sends its headers a line at a time is answered 408 request_timeout and disconnected',
     bounded,
     async () => {
-      assertCutOff(await sendSlowly('GET /healthz HTTP/1.1\r\nHost: parley\r\n', 'X-Slow: yes\r\n'));
+      assertCutOff(await sendSlowly('GET /healthz HTTP/1.1\r\nHost: localhost\r\n', 'X-Slow: yes\r\n'));
     },
   );
 
@@ -82,7 +82,7 @@ describe('a server with short request timeouts', () => {
     bounded,
     async () => {
       const wire = await sendSlowly(
-        `POST /v1/agents/users HTTP/1.1\r\nHost: parley\r\nX-API-Key: ${t.apiKey}\r\n` +
+        `POST /v1/agents/users HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${t.apiKey}\r\n` +
           'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{',
         ' ',
       );
@@ -96,7 +96,7 @@ describe('a server with short request timeouts', () => {
     bounded,
     async () => {
       const wire = await sendSlowly(
-        'POST /v1/agents/users HTTP/1.1\r\nHost: parley\r\n' +
+        'POST /v1/agents/users HTTP/1.1\r\nHost: localhost\r\n' +
           'Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{',
         ' ',
       );
@@ -136,7 +136,9 @@ describe('a server with short request timeouts', () => {
     bounded,
     async () => {
       const wire = await openWire(port());
-      wire.socket.write(`GET /healthz HTTP/1.1\r\nHost: parley\r\nX-Big: ${'x'.repeat(20 * 1024)}\r\n\r\n`);
+      wire.socket.write(
+        `GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'x'.repeat(20 * 1024)}\r\n\r\n`,
+      );
       await wire.closed;
       const [answer] = responses(wire.received());
       assert.equal(answer?.[0], 431, wire.received());
@@ -146,7 +148,7 @@ describe('a server with short request timeouts', () => {
 
   test('an idle keep-alive connection is closed by the server after its answer', bounded, async () => {
     const wire = await openWire(port());
-    wire.socket.write('GET /healthz HTTP/1.1\r\nHost: parley\r\n\r\n');
+    wire.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
     await wire.closed;
     assert.deepEqual(
       responses(wire.received()).map(([status]) => status),
@@ -174,7 +176,7 @@ describe('a server with a cap of two connections', () => {
   const { port } = useListeningApp({ env: { PARLEY_MAX_CONNECTIONS: '2' } });
 
   test('a third connection is closed unanswered while the first two keep working', bounded, async () => {
-    const health = 'GET /healthz HTTP/1.1\r\nHost: parley\r\n\r\n';
+    const health = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
     const held = await Promise.all([openWire(port()), openWire(port())]);
     for (const wire of held) wire.socket.write(health);
     const answered = (count: number) => (raw: string) =>

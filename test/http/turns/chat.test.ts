@@ -294,6 +294,18 @@ describe('a chat on the API-key route', () => {
     ]);
   });
 
+  test("names the file part of a file it does not know by the chat body's own place in the 404", async () => {
+    const session = await createSession(t);
+    const earlier = { id: 'a-0', role: 'assistant' as const, parts: [{ type: 'text' as const, text: 'Hi' }] };
+    const message = userMessage('u-missing', 'Read this', [
+      { type: 'file', mediaType: 'text/plain', filename: 'gone.txt', url: 'file_doesnotexist' },
+    ]);
+    const { status, error } = await refusal(chat(chatPath(session.id), [earlier, message], keyed()));
+    assert.equal(status, 404);
+    assert.equal(error.code, 'file_not_found');
+    assert.deepEqual(error.context, { file_id: 'file_doesnotexist', param: 'body.messages.1.parts.1.url' });
+  });
+
   test('refuses a closed session before the stream with a JSON 409', async () => {
     const session = await createSession(t);
     const closed = await client(t).post(`/v1/agents/sessions/${session.id}/terminate`, {});

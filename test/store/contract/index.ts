@@ -8,6 +8,7 @@ import { fileQuotas } from './file-quota.ts';
 import { files } from './files.ts';
 import { idempotencyRecords } from './idempotency.ts';
 import { lifecycle } from './lifecycle.ts';
+import { deleteSession, sessionsByAge } from './session-deletion.ts';
 import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } from './sessions.ts';
 import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
@@ -35,6 +36,8 @@ export function storeContract(name: string, open: OpenStore): void {
       listSessions(f);
       dueForExpiry(f);
       readMessages(f);
+      sessionsByAge(f);
+      deleteSession(f);
     });
     feedback(open);
     webhooks(open);
