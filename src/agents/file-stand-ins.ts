@@ -54,8 +54,8 @@ type Fetch = typeof globalThis.fetch;
 
 /**
  * `base` (the global fetch as it is at each call, by default), with a string body that holds stand-ins sent as
- * a stream in which each is the base64 of its file, with its exact Content-Length. Any other request goes as
- * it is.
+ * a stream in which each is what it stands for (a file's base64, or its escaped text), with its exact
+ * Content-Length. Any other request goes as it is.
  */
 export function fetchWithFiles(given?: Fetch): Fetch {
   return (input, init) => {
