@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bigPng, longContent } from '../support/heavy-prompts.ts';
+import { heavyContent, heavySessions } from '../support/heavy-turns.ts';
 import { installCleanup, sleep } from './processes.ts';
 import { fullGc, metric, readMetrics, type Server, startParley } from './servers.ts';
 
@@ -19,8 +19,6 @@ const option = (name: string, fallback: number) =>
 const turns = option('turns', 40);
 const budgetMiB = option('budget-mib', 512);
 const MiB = 1024 * 1024;
-const imageBytes = 16_000_000;
-const storedMessages = 8;
 
 installCleanup();
 
@@ -97,29 +95,10 @@ const post = async (path: string, body: unknown, key?: string) => {
   return { status: response.status, text: await response.text() };
 };
 
-const images: string[] = [];
-for (const seed of [1, 2]) {
-  const form = new FormData();
-  form.append('file', new Blob([bigPng(imageBytes + seed)], { type: 'image/png' }), `big-${seed}.png`);
-  const response = await fetch(`${parley.url}/v1/agents/files`, {
-    method: 'POST',
-    headers: { 'x-api-key': parley.apiKey },
-    body: form,
-  });
-  images.push(((await response.json()) as { id: string }).id);
-}
-const sessions: string[] = [];
-for (let i = 0; i < turns; i++) {
-  sessions.push(JSON.parse((await post('/v1/agents/heavy/sessions', {})).text).id);
-}
-const queue = sessions.flatMap((id) => Array.from({ length: storedMessages }, (_, m) => ({ id, m })));
-await Promise.all(
-  Array.from({ length: 4 }, async () => {
-    for (let next = queue.shift(); next; next = queue.shift()) {
-      const content = longContent(16, next.m);
-      await post(`/v1/agents/sessions/${next.id}/messages`, { role: 'assistant', content });
-    }
-  }),
+const { sessions, images } = await heavySessions(
+  { url: parley.url, apiKey: parley.apiKey, post: (path, body) => post(path, body) },
+  'heavy',
+  turns,
 );
 
 const baseline = await live(parley);
@@ -131,11 +110,7 @@ const sampler = (async () => {
     await sleep(20);
   }
 })();
-const content = [
-  ...longContent(14, storedMessages),
-  { type: 'image', file_id: images[0] },
-  { type: 'image', file_id: images[1] },
-];
+const content = heavyContent(images);
 const started = Date.now();
 let answered = 0;
 const sends = sessions.map((id, i) =>

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { bigPng, longContent } from '../../support/heavy-prompts.ts';
+import { heavyContent, heavySessions, IMAGE_BYTES, STORED_MESSAGES } from '../../support/heavy-turns.ts';
 import { type FakeChatServer, startFakeChatServer } from '../helpers/fake-chat-server.ts';
 import { killLeftoverChildren, runCli, startService, tempDir } from '../helpers/process.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -24,9 +24,6 @@ const budget = 512 * MiB;
  */
 const margin = 640 * MiB;
 const turns = 40;
-const imageBytes = 16 * 1_000_000;
-/** Eight stored messages of sixteen 32,000-character blocks: a turn reads about 4M characters of them. */
-const storedMessages = 8;
 const apiKey = 'admission-test-key-0123456789abcdef';
 
 /** The process's resident set in bytes, from /proc. */
@@ -104,31 +101,8 @@ test('40 heavy turns at once against a slow model keep the process within its re
     return ((await response.json()) as { items: { role: string }[] }).items;
   };
 
-  // Two images in the tenant's pool, named by every heavy turn.
-  const images: string[] = [];
-  for (const seed of [1, 2]) {
-    const form = new FormData();
-    form.append('file', new Blob([bigPng(imageBytes + seed)], { type: 'image/png' }), `big-${seed}.png`);
-    const response = await fetch(`${service.url}/v1/agents/files`, {
-      method: 'POST',
-      headers: { 'x-api-key': apiKey },
-      body: form,
-    });
-    assert.equal(response.status, 201, await response.clone().text());
-    images.push(((await response.json()) as { id: string }).id);
-  }
-  // Forty sessions, each with about 4M characters of history (authored assistant messages: no model call).
-  const sessions: string[] = [];
-  for (let i = 0; i < turns; i++) sessions.push((await created('/v1/agents/heavy/sessions', {})).id);
-  const queue = sessions.flatMap((id) => Array.from({ length: storedMessages }, (_, m) => ({ id, m })));
-  await Promise.all(
-    Array.from({ length: 4 }, async () => {
-      for (let next = queue.shift(); next; next = queue.shift()) {
-        const content = longContent(16, next.m);
-        await created(`/v1/agents/sessions/${next.id}/messages`, { role: 'assistant', content });
-      }
-    }),
-  );
+  // Forty sessions, each with about 4M characters of history, and two images every heavy turn names.
+  const { sessions, images } = await heavySessions({ url: service.url, apiKey, post: call }, 'heavy', turns);
 
   // The resident set is watched from now on; the test fails as soon as it passes the bound.
   const baseline = await rssOf(pid);
@@ -155,20 +129,11 @@ test('40 heavy turns at once against a slow model keep the process within its re
   });
 
   // Every heavy turn at once, one in four streamed, each with its Idempotency-Key.
-  const heavyContent = [
-    ...longContent(14, storedMessages),
-    { type: 'image', file_id: images[0] },
-    { type: 'image', file_id: images[1] },
-  ];
+  const content = heavyContent(images);
   const sends = sessions.map((id, i) =>
-    call(
-      `/v1/agents/sessions/${id}/messages${i % 4 === 3 ? '/stream' : ''}`,
-      { content: heavyContent },
-      apiKey,
-      {
-        'idempotency-key': `heavy-${i}`,
-      },
-    ),
+    call(`/v1/agents/sessions/${id}/messages${i % 4 === 3 ? '/stream' : ''}`, { content }, apiKey, {
+      'idempotency-key': `heavy-${i}`,
+    }),
   );
   const overLimit = () =>
     `RSS ${(peak / MiB).toFixed(0)} MiB, over ${(limit / MiB).toFixed(0)} MiB (baseline ${(baseline / MiB).toFixed(0)} MiB)`;
@@ -221,8 +186,8 @@ test('40 heavy turns at once against a slow model keep the process within its re
     if (answer.status === 503) {
       assert.equal(JSON.parse(answer.text).error.code, 'server_busy', answer.text);
       assert.ok(Number(answer.headers.get('retry-after')) >= 1, 'a refusal says when to retry');
-      assert.equal((await messagesOf(id)).length, storedMessages, 'a refused send stored nothing');
-      const retry = await call(`/v1/agents/sessions/${id}/messages`, { content: heavyContent }, apiKey, {
+      assert.equal((await messagesOf(id)).length, STORED_MESSAGES, 'a refused send stored nothing');
+      const retry = await call(`/v1/agents/sessions/${id}/messages`, { content }, apiKey, {
         'idempotency-key': `heavy-${i}`,
       });
       assert.equal(retry.status, 201, retry.text.slice(0, 500));
@@ -234,7 +199,7 @@ test('40 heavy turns at once against a slow model keep the process within its re
     }
     const stored = await messagesOf(id);
     assert.deepEqual(
-      stored.slice(storedMessages).map((m) => m.role),
+      stored.slice(STORED_MESSAGES).map((m) => m.role),
       ['user', 'assistant'],
     );
   }
@@ -245,7 +210,7 @@ test('40 heavy turns at once against a slow model keep the process within its re
   for (const body of model.received) {
     assert.deepEqual(
       body.images.map((image) => image.base64Chars),
-      [imageBytes + 1, imageBytes + 2].map((n) => 4 * Math.ceil(n / 3)),
+      [IMAGE_BYTES + 1, IMAGE_BYTES + 2].map((n) => 4 * Math.ceil(n / 3)),
     );
   }
 });
