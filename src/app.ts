@@ -8,9 +8,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import { createActorMetrics } from './actors/actor-metrics.ts';
+import { Admission } from './actors/admission.ts';
 import { createOperationRunner } from './actors/operations.ts';
 import { SessionHost, TURN_GRACE_MS } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
+import { largestTurnOverShare } from './actors/turn-estimate.ts';
 import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
 import { FileCache } from './agents/file-cache.ts';
 import type { Provider } from './agents/provider.ts';
@@ -258,6 +260,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   const metrics = createActorMetrics(app.metrics);
   const demo = demoSetup(config, catalogue, redis);
   const tools = await toolsFor(catalogue, config, app.log);
+  metrics.residentMax.set(config.actors.maxResidentBytes);
   const resident = new ResidentBytes({
     maxBytes: config.actors.maxResidentBytes,
     onChange: (bytes, limit) => {
@@ -300,7 +303,14 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     log: app.log,
   });
   coordinator.bind(host);
-  const sessions = new SessionService({ store, host, coordinator, catalogue });
+  const admission = new Admission({ resident, ...config.admission, metrics });
+  const turnBounds = {
+    maxHistoryChars: config.turnHistoryChars,
+    fileBudgetBytes: config.turnFiles.budgetBytes,
+  };
+  const overShare = largestTurnOverShare(turnBounds, admission.tenantCap);
+  if (overShare) app.log.warn(overShare);
+  const sessions = new SessionService({ store, host, coordinator, catalogue, admission, turnBounds });
   app.decorate('sessionHost', host);
 
   requireDeclaredSessions(app);
@@ -380,6 +390,8 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   app.addHook('onClose', async () => {
     await webhooks.stop();
+    // Turns still waiting for room are refused (another process may serve them); running ones finish.
+    admission.close();
     await host.close(Math.max(0, stopDeadline - Date.now()));
     await coordinator.stop();
     redis?.disconnect();

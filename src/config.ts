@@ -2,6 +2,7 @@
 // A bad value stops the start with one line that names the variable.
 import { z } from 'zod';
 import { type AllowedHosts, isLoopbackHost, parseAllowedHosts } from './hosts.ts';
+import { defaultResidentBytes } from './resident-bytes.ts';
 import { otelEnvShape, type TracingOptions, tracingOptions } from './tracing/options.ts';
 import { DEFAULT_WEBHOOK_RETRY_SCHEDULE, parseRetrySchedule } from './webhooks/retry-schedule.ts';
 
@@ -52,7 +53,20 @@ const envSchema = z
     PARLEY_FILE_CACHE_BYTES: integer(0, 16 * 1024 * MiB).default(64 * MiB),
     PARLEY_MAX_TURN_HISTORY_CHARS: integer(1, 1024 * MiB).default(4_000_000),
     PARLEY_MAX_ACTORS: integer(1, 10_000_000).default(50_000),
-    PARLEY_MAX_RESIDENT_BYTES: integer(0, 1024 * 1024 * MiB).default(512 * MiB),
+    // Unset: from the memory the process may use (resident-bytes.ts, defaultResidentBytes).
+    PARLEY_MAX_RESIDENT_BYTES: optionalString
+      .transform((v) => (v === undefined ? undefined : Number(v)))
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(0)
+          .max(1024 * 1024 * MiB)
+          .optional(),
+      ),
+    PARLEY_TENANT_RESIDENT_PERCENT: integer(1, 100).default(50),
+    PARLEY_ADMISSION_QUEUE: integer(0, 1_000_000).default(128),
+    PARLEY_ADMISSION_WAIT_MS: integer(1, 3_600_000).default(30_000),
     PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
     PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
     PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
@@ -134,9 +148,19 @@ export interface Config {
   readonly turnHistoryChars: number;
   readonly actors: {
     readonly maxResident: number;
+    /** The bytes of running turns and of what is kept between requests (docs/internals/decisions.md#resident-memory). */
     readonly maxResidentBytes: number;
     readonly idleMs: number;
     readonly sweepMs: number;
+  };
+  /**
+   * Turns that do not fit under maxResidentBytes wait (at most maxWaiting of them, each at most maxWaitMs); one
+   * tenant's turns hold at most tenantShare of the bound and of the waiting places.
+   */
+  readonly admission: {
+    readonly tenantShare: number;
+    readonly maxWaiting: number;
+    readonly maxWaitMs: number;
   };
   /** Between `: ping` comments on an open event stream. */
   readonly ssePingMs: number;
@@ -241,9 +265,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     turnHistoryChars: e.PARLEY_MAX_TURN_HISTORY_CHARS,
     actors: {
       maxResident: e.PARLEY_MAX_ACTORS,
-      maxResidentBytes: e.PARLEY_MAX_RESIDENT_BYTES,
+      maxResidentBytes: e.PARLEY_MAX_RESIDENT_BYTES ?? defaultResidentBytes(),
       idleMs: e.PARLEY_ACTOR_IDLE_SECONDS * 1000,
       sweepMs: e.PARLEY_SWEEP_SECONDS * 1000,
+    },
+    admission: {
+      tenantShare: e.PARLEY_TENANT_RESIDENT_PERCENT / 100,
+      maxWaiting: e.PARLEY_ADMISSION_QUEUE,
+      maxWaitMs: e.PARLEY_ADMISSION_WAIT_MS,
     },
     ssePingMs: e.PARLEY_SSE_PING_SECONDS * 1000,
     leaseTtlMs: e.PARLEY_LEASE_TTL_MS,

@@ -142,6 +142,12 @@ export const errorCatalogue = {
     name: 'ServiceUnavailableError',
     message: 'The service is unavailable; retry shortly.',
   },
+  server_busy: {
+    status: 503,
+    name: 'ServerBusyError',
+    message:
+      'The service has no memory free for this turn now; nothing was stored. Retry after the time in Retry-After.',
+  },
   agent_rate_limited: {
     status: 503,
     name: 'AgentRateLimitedError',

@@ -1,9 +1,15 @@
-// The bytes a process keeps for its sessions between requests, cached histories and file contents alike,
-// under one bound (PARLEY_MAX_RESIDENT_BYTES, docs/internals/decisions.md#resident-memory): whatever takes
-// room pushes out the least recently used holdings of either kind. An owner holds bytes under a key and is
-// told, through `release`, when they go. The bound is the process's: when its resident set grows past 85% of
-// it (requests in flight, the runtime, garbage not yet collected), the holdings make room for the rest, down
-// to a tenth of the bound, and take it back as it is freed.
+// The bytes a process counts against its one bound (PARLEY_MAX_RESIDENT_BYTES,
+// docs/internals/decisions.md#resident-memory): what running turns reserved (the admission of turns,
+// actors/admission.ts, decides who may reserve) and what it keeps for its sessions between requests, cached
+// histories and file contents alike. Kept bytes give way to reserved ones: whatever takes room pushes out the
+// least recently used holdings of either kind. An owner holds bytes under a key and is told, through
+// `release`, when they go. The bound is the process's: when its resident set grows past 85% of it (garbage not
+// yet collected, the runtime), the holdings make room for the rest, down to a tenth of the bound, and take it
+// back as it is freed.
+
+import { totalmem } from 'node:os';
+import { constrainedMemory } from 'node:process';
+import { getHeapStatistics } from 'node:v8';
 
 interface Holding {
   bytes: number;
@@ -19,8 +25,28 @@ export interface ResidentBytesOptions {
   rss?: (() => number) | null;
   /** Milliseconds now, for how often the resident set is read; Date.now by default. */
   now?: () => number;
-  /** Told the bytes held and the room allowed now after every change. */
+  /** Told the bytes held and the room allowed them now after every change. */
   onChange?: (bytes: number, limit: number) => void;
+}
+
+const MiB = 1024 * 1024;
+
+/**
+ * The bound when none is set: half the memory a cgroup allows the process (process.constrainedMemory()), or a
+ * quarter of the machine's when none does (others share it); at most half of V8's heap limit, since histories
+ * and request bodies live on the heap, and a heap that reaches its limit ends the process. Whole MiB.
+ */
+export function defaultResidentBytes(
+  memory = {
+    constrained: constrainedMemory(),
+    total: totalmem(),
+    heapLimit: getHeapStatistics().heap_size_limit,
+  },
+): number {
+  // No limit reads as 0, or as a number beyond the machine (cgroup v2's "max").
+  const limited = memory.constrained > 0 && memory.constrained < memory.total;
+  const share = limited ? memory.constrained / 2 : memory.total / 4;
+  return Math.floor(Math.min(share, memory.heapLimit / 2) / MiB) * MiB;
 }
 
 /** How often the resident set is read: it moves with garbage collection, not with each holding. */
@@ -40,6 +66,8 @@ export class ResidentBytes {
   /** In use order: the least recently used first. */
   readonly #held = new Map<string, Holding>();
   #bytes = 0;
+  /** What running turns reserved: counted first, never pushed out. */
+  #reserved = 0;
   /**
    * The room allowed now: from nothing, it grows by half the free room at each reading, up to maxBytes, and
    * gives back what the process grows beyond its aim; so a burst at start-up cannot fill it before a reading.
@@ -65,9 +93,24 @@ export class ResidentBytes {
     return this.#bytes;
   }
 
-  /** The room allowed now (at most maxBytes). */
+  /** The room allowed the holdings now: at most maxBytes, less what turns reserved. */
   get limit(): number {
-    return this.#limit;
+    return Math.max(0, Math.min(this.#limit, this.maxBytes - this.#reserved));
+  }
+
+  /** The bytes running turns reserved now. */
+  get reserved(): number {
+    return this.#reserved;
+  }
+
+  /**
+   * Counts `bytes` (negative: gives them back) as reserved by running turns; the least recently used holdings
+   * go until what is held fits beside them. The caller decides who may reserve (it may pass the bound).
+   */
+  reserve(bytes: number): void {
+    this.#reserved += bytes;
+    this.#shrinkTo(this.limit);
+    this.#onChange(this.#bytes, this.limit);
   }
 
   /**
@@ -79,13 +122,14 @@ export class ResidentBytes {
     // Before the key's old holding goes: an excess is given back from all that is held, this one included.
     this.#adjust();
     this.#remove(key);
-    const held = bytes <= this.#limit;
+    const limit = this.limit;
+    const held = bytes <= limit;
     if (held) {
       this.#held.set(key, { bytes, release });
       this.#bytes += bytes;
     }
-    this.#shrinkTo(this.#limit);
-    this.#onChange(this.#bytes, this.#limit);
+    this.#shrinkTo(limit);
+    this.#onChange(this.#bytes, limit);
     return held;
   }
 
@@ -99,7 +143,7 @@ export class ResidentBytes {
 
   /** Lets go of `key` without calling its release: its owner has dropped the bytes already. */
   forget(key: string): void {
-    if (this.#remove(key)) this.#onChange(this.#bytes, this.#limit);
+    if (this.#remove(key)) this.#onChange(this.#bytes, this.limit);
   }
 
   /**

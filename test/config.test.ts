@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.ts';
+import { defaultResidentBytes } from '../src/resident-bytes.ts';
 
 describe('loadConfig', () => {
   it('applies the documented defaults to an empty environment', () => {
@@ -68,6 +69,35 @@ describe('loadConfig', () => {
         err instanceof ConfigError &&
         /PARLEY_HEADERS_TIMEOUT_MS.*PARLEY_REQUEST_TIMEOUT_MS/.test(err.message),
     );
+  });
+
+  it('takes the resident bound from the memory the process may use unless set, and admits turns by it', () => {
+    const config = loadConfig({});
+    assert.equal(config.actors.maxResidentBytes, defaultResidentBytes());
+    assert.ok(config.actors.maxResidentBytes > 0);
+    assert.deepEqual(config.admission, { tenantShare: 0.5, maxWaiting: 128, maxWaitMs: 30_000 });
+    const set = loadConfig({
+      PARLEY_MAX_RESIDENT_BYTES: '536870912',
+      PARLEY_TENANT_RESIDENT_PERCENT: '100',
+      PARLEY_ADMISSION_QUEUE: '0',
+    });
+    assert.equal(set.actors.maxResidentBytes, 536_870_912);
+    assert.deepEqual(set.admission, { tenantShare: 1, maxWaiting: 0, maxWaitMs: 30_000 });
+    assert.equal(
+      loadConfig({ PARLEY_MAX_RESIDENT_BYTES: ' ' }).actors.maxResidentBytes,
+      defaultResidentBytes(),
+    );
+    for (const [variable, value] of [
+      ['PARLEY_MAX_RESIDENT_BYTES', '1.5'],
+      ['PARLEY_MAX_RESIDENT_BYTES', 'lots'],
+      ['PARLEY_TENANT_RESIDENT_PERCENT', '0'],
+      ['PARLEY_ADMISSION_WAIT_MS', '0'],
+    ] as const) {
+      assert.throws(
+        () => loadConfig({ [variable]: value }),
+        (err: unknown) => err instanceof ConfigError && err.message.includes(variable),
+      );
+    }
   });
 
   it('allows private webhook targets by default only to one SQLite process listening on loopback', () => {

@@ -1,5 +1,6 @@
-// Metrics of the session runtime: resident actors, activations, passivations, turns and their latency (also
-// by agent, with tokens and time to first token), and the model providers' latency. Registered on the app's own registry (see http/server/metrics.ts).
+// Metrics of the session runtime: resident actors, activations, passivations, the admission of turns by
+// memory, turns and their latency (also by agent, with tokens and time to first token), and the model
+// providers' latency. Registered on the app's own registry (see http/server/metrics.ts).
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
 const latencyBuckets = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -18,7 +19,34 @@ export function createActorMetrics(registry: Registry) {
     }),
     residentLimit: new Gauge({
       name: 'parley_resident_limit_bytes',
-      help: 'Room allowed now for those bytes: PARLEY_MAX_RESIDENT_BYTES, less what the rest of the process takes beyond its share',
+      help: 'Room allowed now for those bytes: PARLEY_MAX_RESIDENT_BYTES, less what running turns reserved and what the rest of the process takes beyond its share',
+      registers: [registry],
+    }),
+    residentMax: new Gauge({
+      name: 'parley_resident_max_bytes',
+      help: 'PARLEY_MAX_RESIDENT_BYTES as set, or as computed from the memory the process may use',
+      registers: [registry],
+    }),
+    admissionWaiting: new Gauge({
+      name: 'parley_admission_waiting',
+      help: 'Turns waiting for room under PARLEY_MAX_RESIDENT_BYTES',
+      registers: [registry],
+    }),
+    admissionReserved: new Gauge({
+      name: 'parley_admission_reserved_bytes',
+      help: 'Bytes running turns reserved under PARLEY_MAX_RESIDENT_BYTES (estimated from above)',
+      registers: [registry],
+    }),
+    admissionRefused: new Counter({
+      name: 'parley_admission_refused_total',
+      help: 'Turns refused with 503 server_busy, by reason (queue_full, tenant_queue_full, waited_too_long)',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    admissionWait: new Histogram({
+      name: 'parley_admission_wait_seconds',
+      help: 'Time a turn waited for room before it started (0 for most)',
+      buckets: latencyBuckets,
       registers: [registry],
     }),
     activations: new Counter({

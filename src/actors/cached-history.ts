@@ -21,6 +21,8 @@ export class CachedHistory {
   /** Oldest first; null while nothing is kept. */
   #kept: Kept[] | null = null;
   #bytes = 0;
+  /** The characters (as stored) of the history recent() answered last. */
+  #answered = 0;
   /** The actor has left memory: whatever arrives later is not kept. */
   #forgotten = false;
 
@@ -40,8 +42,10 @@ export class CachedHistory {
   ): Promise<MessageRecord[]> {
     if (!this.#kept) {
       const messages = await load();
+      const read = messages.map(keep);
+      this.#answered = charsOf(read);
       if (this.#forgotten) return messages;
-      this.#kept = messages.map(keep);
+      this.#kept = read;
       this.#bytes = this.#kept.reduce((n, k) => n + k.bytes, 0);
       this.#hold();
       return messages;
@@ -53,7 +57,19 @@ export class CachedHistory {
       for (const k of kept.splice(0, cut)) this.#bytes -= k.bytes;
       this.#hold();
     }
+    this.#answered = charsOf(kept);
     return kept.map((k) => k.message);
+  }
+
+  /** The characters (content as stored) of the messages recent() answered last. */
+  get answeredChars(): number {
+    return this.#answered;
+  }
+
+  /** What is kept now, for an estimate before a turn reads it: its characters and its messages; null if nothing. */
+  kept(): { chars: number; messages: MessageRecord[] } | null {
+    if (!this.#kept) return null;
+    return { chars: charsOf(this.#kept), messages: this.#kept.map((k) => k.message) };
   }
 
   /** Follows a commit: `messages` were stored after those kept. */
@@ -99,6 +115,8 @@ export function messageBytes(message: MessageRecord): number {
   if (message.tool_calls?.length) bytes += 2 * JSON.stringify(message.tool_calls).length;
   return bytes;
 }
+
+const charsOf = (kept: readonly Kept[]) => kept.reduce((n, k) => n + k.chars, 0);
 
 /** The index of the oldest message from which on the content adds up to at most `maxChars`, the newest always in. */
 function firstWithin(kept: readonly Kept[], maxChars: number): number {

@@ -10,6 +10,7 @@ import type { SessionEvent } from '../machines/session.ts';
 import type { MessageRecord, SessionWrite, SessionWriteResult, Store } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
+import type { Reservation } from './admission.ts';
 import type { KeyLookup } from './idempotency.ts';
 import type { SessionEntry } from './resident-actors.ts';
 
@@ -19,6 +20,8 @@ export interface OperationOf<P> {
   payload: P;
   /** The Idempotency-Key it carries, with what the caller's lookup found under it (sends only). */
   idempotency?: KeyLookup;
+  /** The memory reserved for it (a turn's: admission.ts), which it resizes as it learns what it holds. */
+  reservation?: Reservation;
 }
 
 /**
@@ -55,6 +58,8 @@ export interface OperationContext {
   commit(change: SessionChange): Promise<SessionWriteResult>;
   /** Aborted when the host shuts down. */
   readonly signal: AbortSignal;
+  /** The memory reserved for the operation, if any (a turn's: admission.ts). */
+  readonly reservation?: Reservation | undefined;
 }
 
 /** What the operations use besides their context. */

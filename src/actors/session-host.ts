@@ -21,6 +21,7 @@ import { shardOf } from '../shards.ts';
 import { StaleEpochError, type Store } from '../store/store.ts';
 import { inTraceContext, traceOperation } from '../tracing/tracer.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
+import type { Reservation } from './admission.ts';
 import { Calls } from './calls.ts';
 import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
 import type { OperationContext, TurnObserver } from './operation-context.ts';
@@ -281,15 +282,20 @@ export class SessionHost implements ShardHandler {
     const call = this.#calls.get(ref);
     if (!call) return () => {};
     const value = await inTraceContext(call.trace, () =>
-      this.#o.run(this.#context(entry, call.observer), call.op),
+      this.#o.run(this.#context(entry, call.observer, call.op.reservation), call.op),
     );
     return () => this.#calls.resolve(ref, value);
   }
 
-  #context(entry: SessionEntry, observer: TurnObserver | undefined): OperationContext {
+  #context(
+    entry: SessionEntry,
+    observer: TurnObserver | undefined,
+    reservation: Reservation | undefined,
+  ): OperationContext {
     return {
       entry,
       observer,
+      reservation,
       signal: this.#shutdown.signal,
       commit: (change) => commitFenced(this.#commitDeps, entry, change),
     };

@@ -1,5 +1,6 @@
 // The session operations the HTTP families call: create, read, send, run, inactivity, terminate. It checks
-// what a request refers to (agent, user, files), then hands the work to the session's actor through the host.
+// what a request refers to (agent, user, files), admits a turn by the memory it will hold (admission.ts),
+// then hands the work to the session's actor through the host.
 import type { Catalogue } from '../agents/catalogue.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
@@ -19,6 +20,7 @@ import {
   type User,
 } from '../store/store.ts';
 import { traceReplay } from '../tracing/tracer.ts';
+import type { Admission, Reservation } from './admission.ts';
 import { fingerprintOf, lookUpKey } from './idempotency.ts';
 import type { InactivityResult } from './inactivity.ts';
 import type { TurnObserver } from './operation-context.ts';
@@ -26,6 +28,7 @@ import { closedAnswer, type TerminateResult } from './operations.ts';
 import type { SessionEntry } from './resident-actors.ts';
 import { type SessionHost, statusError } from './session-host.ts';
 import { refuseUnfitting, replayOf, type TurnResult } from './turn.ts';
+import { type KnownHistory, knownHistory, sendBytes, type TurnBounds } from './turn-estimate.ts';
 
 export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
@@ -68,6 +71,10 @@ export interface SessionServiceOptions {
   host: SessionHost;
   coordinator: Coordinator;
   catalogue: Catalogue;
+  /** Turns reserve what they hold before they start (docs/internals/decisions.md#resident-memory). */
+  admission: Admission;
+  /** What one turn reads at most, for its estimate before it reads anything. */
+  turnBounds: TurnBounds;
 }
 
 export class SessionService {
@@ -180,21 +187,47 @@ export class SessionService {
     const content = await this.#content(tenantId, message.content, fileAt, options.authorize, {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
-    const result = await this.#o.host.submit(
-      entry,
-      {
-        id: newId('turn'),
-        kind: 'send',
-        payload: {
-          messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
-          reply: message.role === 'user',
-          replyId: newId('msg'),
+    // An authored assistant message calls no model: it only stores.
+    const history = message.role === 'user' ? knownHistory(entry) : undefined;
+    const result = await this.#admitted(tenantId, history, [content], (reservation) =>
+      this.#o.host.submit(
+        entry,
+        {
+          id: newId('turn'),
+          kind: 'send',
+          payload: {
+            messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
+            reply: message.role === 'user',
+            replyId: newId('msg'),
+          },
+          ...(lookup ? { idempotency: lookup } : {}),
+          ...(reservation ? { reservation } : {}),
         },
-        ...(lookup ? { idempotency: lookup } : {}),
-      },
-      options.observer,
+        options.observer,
+      ),
     );
     return { ...result, session_status: this.#o.host.status(entry) };
+  }
+
+  /**
+   * Runs `submit` with the memory its turn holds reserved, once there is room (which may mean waiting, or a
+   * 503 server_busy before anything is stored), and gives it back when the turn is over. Without a history
+   * (`undefined`) no model is called and nothing is reserved.
+   */
+  async #admitted<T>(
+    tenantId: string,
+    history: KnownHistory | undefined,
+    added: ContentBlock[][],
+    submit: (reservation: Reservation | undefined) => Promise<T>,
+  ): Promise<T> {
+    if (history === undefined) return submit(undefined);
+    const bytes = await sendBytes(this.#o.store, this.#o.turnBounds, tenantId, history, added);
+    const reservation = await this.#o.admission.admit(tenantId, bytes);
+    try {
+      return await submit(reservation);
+    } finally {
+      reservation.release();
+    }
   }
 
   /** The first message a turn stored (what a streamed replay reports as the turn's start). */
@@ -238,19 +271,19 @@ export class SessionService {
       messages,
       contentAt,
     });
-    const session = await this.createSession(tenantId, agentId, fields);
-    const entry = await this.#entry(tenantId, session.id, () => {});
-    const result = await this.#o.host.submit(entry, {
-      id: newId('turn'),
-      kind: 'send',
-      payload: {
-        messages,
-        reply: true,
-        replyId: newId('msg'),
-        contentAt,
-      },
+    // Admitted before the session exists, so that a refused run leaves nothing behind.
+    const contents = messages.map((m) => m.content);
+    return this.#admitted(tenantId, { chars: 0, contents: [] }, contents, async (reservation) => {
+      const session = await this.createSession(tenantId, agentId, fields);
+      const entry = await this.#entry(tenantId, session.id, () => {});
+      const result = await this.#o.host.submit(entry, {
+        id: newId('turn'),
+        kind: 'send',
+        payload: { messages, reply: true, replyId: newId('msg'), contentAt },
+        ...(reservation ? { reservation } : {}),
+      });
+      return { ...result, session_id: session.id };
     });
-    return { ...result, session_id: session.id };
   }
 
   /** The session when it still takes messages and files; 409 `session_closed` / `session_expired` otherwise. */

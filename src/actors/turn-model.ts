@@ -1,7 +1,8 @@
 // What each step of a turn calls (turn.ts runs the turn, tool-steps.ts its steps): the model on the session's
 // recent history cut to the agent's context window, with the turn's steps so far; a prompt the provider still
 // finds too long sent again with less history, one refused for its files sent without them; the agent's token
-// estimate corrected by what the provider counted; and the time to the turn's first text observed.
+// estimate corrected by what the provider counted; the turn's memory reservation fitted to what it holds; and
+// the time to the turn's first text observed.
 import { callModel } from '../agents/call-model.ts';
 import type { AgentConfig } from '../agents/catalogue.ts';
 import {
@@ -18,6 +19,7 @@ import type { MessageRecord } from '../store/store.ts';
 import { traceModelCall } from '../tracing/tracer.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
 import type { StepModel } from './tool-steps.ts';
+import { fileBytesOf, turnBytes } from './turn-estimate.ts';
 
 /** `ask`, observing the time from the turn's start to its first text, whichever step writes it. */
 export function firstTokenTimed(
@@ -63,6 +65,11 @@ export async function modelCaller(
   let files = deps.files;
   let base = await toModelMessages(store, session.tenant_id, sent, files);
   let learnt = false;
+  // What the turn holds, now that it is read: its reservation shrinks to it, and grows with its steps.
+  const historyChars = context.entry.history.answeredChars;
+  const reserve = (stepsChars: number) =>
+    context.reservation?.resize(turnBytes(historyChars, fileBytesOf(base), stepsChars));
+  reserve(0);
 
   return async (steps, tools, onDelta) => {
     if (steps.length > 0 && Number.isFinite(agent.context_window)) {
@@ -76,6 +83,7 @@ export async function modelCaller(
         base = await toModelMessages(store, session.tenant_id, sent, files);
       }
     }
+    if (steps.length > 0) reserve(JSON.stringify(steps).length);
     const modelStarted = performance.now();
     // One total time for the step's calls: a second call (below) gets what the first left.
     const deadline = Date.now() + agent.timeouts.total_ms;

@@ -1,7 +1,9 @@
 // Parley's model messages as the AI SDK takes them (ai-sdk-provider.ts sends them): tool calls and results,
-// images and files, and small text files inlined as text; and the tools offered, without `execute`.
+// images and files, and text files inlined as text (each file as a stand-in for its base64 or its text, which
+// the request's body streams: file-stand-ins.ts); and the tools offered, without `execute`.
 import { type JSONValue, jsonSchema, type ModelMessage as SdkMessage, type ToolSet, tool } from 'ai';
-import { fileBlock } from './prompt.ts';
+import type { FileStandIns } from './file-stand-ins.ts';
+import { escapeBlock, fileBlock } from './prompt.ts';
 import type { ModelMessage, ModelPart, ModelToolResult, ModelToolSpec } from './provider.ts';
 
 // Inlined as text because most compatible servers (vLLM, Ollama, llama.cpp) reject `file` parts.
@@ -17,8 +19,8 @@ export function toolSet(specs: readonly ModelToolSpec[]): ToolSet {
   );
 }
 
-/** One of Parley's model messages as the SDK's. */
-export function toSdkMessage(message: ModelMessage): SdkMessage {
+/** One of Parley's model messages as the SDK's; its files' bytes go out as stand-ins from `files`. */
+export function toSdkMessage(message: ModelMessage, files: FileStandIns): SdkMessage {
   if (message.role === 'tool') {
     return { role: 'tool', content: message.results.map(toSdkResult) };
   }
@@ -38,7 +40,7 @@ export function toSdkMessage(message: ModelMessage): SdkMessage {
       ],
     };
   }
-  return { role: 'user', content: message.content.map(toSdkPart) };
+  return { role: 'user', content: message.content.map((part) => toSdkPart(part, files)) };
 }
 
 function toSdkResult(result: ModelToolResult) {
@@ -58,12 +60,17 @@ function jsonValue(output: unknown): JSONValue {
   return JSON.parse(JSON.stringify(output) ?? 'null');
 }
 
-function toSdkPart(part: ModelPart) {
+function toSdkPart(part: ModelPart, files: FileStandIns) {
   if (part.type === 'text') return { type: 'text' as const, text: part.text };
   const mediaType = part.mime_type;
   if (part.type === 'file' && INLINE_MIMES.has(mediaType.split(';')[0]?.trim().toLowerCase() ?? '')) {
-    return { type: 'text' as const, text: fileBlock(part.name, part.data.toString('utf8')) };
+    // The file's text goes into the body as it streams, escaped as the wrapper escapes it.
+    return { type: 'text' as const, text: fileBlock(part.name, files.addText(part.data, escapeBlock)) };
   }
-  if (part.type === 'image') return { type: 'image' as const, image: part.data, mediaType };
-  return { type: 'file' as const, data: part.data, mediaType, filename: part.name };
+  // Inline data given as a string is base64 to the SDK, which every provider copies into its body as it is.
+  const data = { type: 'data' as const, data: files.add(part.data) };
+  // An image is a file part of an image type (the SDK's `image` part is deprecated and warns on every call).
+  return part.type === 'image'
+    ? { type: 'file' as const, data, mediaType }
+    : { type: 'file' as const, data, mediaType, filename: part.name };
 }

@@ -5,12 +5,14 @@
 // first token is tried again, twice (after the upstream's Retry-After, else 1 s then 2 s; callModel's stall
 // timer makes room for the wait, its total timeout does not). Every failure becomes a ProviderError with the
 // upstream status, message and Retry-After (ai-sdk-failures.ts), which callModel maps to the catalogue.
-// Messages are given as the SDK takes them by ai-sdk-messages.ts.
+// Messages are given as the SDK takes them by ai-sdk-messages.ts, files as stand-ins the providers' fetch
+// replaces with their base64 as it streams the body (file-stand-ins.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type LanguageModel, streamText } from 'ai';
 import { newId } from '../ids.ts';
 import { failure, retryWait } from './ai-sdk-failures.ts';
 import { toolSet, toSdkMessage } from './ai-sdk-messages.ts';
+import { FileStandIns, fetchWithFiles } from './file-stand-ins.ts';
 import {
   type ModelReply,
   type ModelRequest,
@@ -79,11 +81,20 @@ export class AiSdkProvider implements Provider {
   }
 
   async #attempt(request: ModelRequest): Promise<ModelReply> {
+    const files = new FileStandIns();
+    try {
+      return await this.#stream(request, files);
+    } finally {
+      files.release();
+    }
+  }
+
+  async #stream(request: ModelRequest, files: FileStandIns): Promise<ModelReply> {
     const { settings } = this.#o;
     const result = streamText({
       model: this.#o.model(request.model),
       system: request.system,
-      messages: request.messages.map(toSdkMessage),
+      messages: request.messages.map((message) => toSdkMessage(message, files)),
       // Without `execute` the SDK runs no tool and, its default being one step, stops at the model's calls.
       ...(request.tools?.length ? { tools: toolSet(request.tools) } : {}),
       ...(request.tools?.length && request.toolChoice === 'none' ? { toolChoice: 'none' as const } : {}),
@@ -174,10 +185,12 @@ export async function remoteProvider(
   options: { baseUrl: string; apiKey?: string; settings: CallSettings },
 ): Promise<AiSdkProvider> {
   const { baseUrl: baseURL, apiKey = '', settings } = options;
+  // Files go out as a stream of their base64 made from their bytes (file-stand-ins.ts).
+  const fetch = fetchWithFiles();
   let model: (modelId: string) => LanguageModel;
   if (kind === 'openai') {
     const { createOpenAI } = await import('@ai-sdk/openai');
-    const openai = createOpenAI({ baseURL, apiKey });
+    const openai = createOpenAI({ baseURL, apiKey, fetch });
     model = (id) => openai.chat(id);
   } else if (kind === 'openai-compatible') {
     const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
@@ -186,11 +199,12 @@ export async function remoteProvider(
       baseURL,
       apiKey,
       includeUsage: true,
+      fetch,
     });
     model = (id) => compatible.chatModel(id);
   } else {
     const { createAnthropic } = await import('@ai-sdk/anthropic');
-    const anthropic = createAnthropic({ baseURL, apiKey });
+    const anthropic = createAnthropic({ baseURL, apiKey, fetch });
     model = (id) => anthropic(id);
   }
   return new AiSdkProvider({ name: kind, model, settings });

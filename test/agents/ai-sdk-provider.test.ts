@@ -1,11 +1,13 @@
 // The providers on the AI SDK against a fake server that speaks each wire protocol
 // (docs/guides/agents.md#providers): replies stream with usage and a stop reason; failures come back as
 // ProviderErrors with the upstream status, its message and Retry-After; a 429 or 5xx before the first token
-// is retried.
+// is retried; files reach the server whole, streamed into the body (file-stand-ins.ts).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import { type RemoteProviderKind, remoteProvider } from '../../src/agents/ai-sdk-provider.ts';
 import { callModel } from '../../src/agents/call-model.ts';
+import { fileBlock } from '../../src/agents/prompt.ts';
 import { type ModelRequest, ProviderError } from '../../src/agents/provider.ts';
 import { AppError } from '../../src/errors.ts';
 import { type FakeModelServer, startFakeModelServer } from '../../support/fake-model-server.ts';
@@ -21,6 +23,14 @@ beforeEach(() => {
 });
 
 const kinds: RemoteProviderKind[] = ['openai', 'openai-compatible', 'anthropic'];
+
+// Several chunks of base64 each (a chunk is 48 KiB of bytes), and an odd size, so that the last one is padded.
+const image = Buffer.concat([Buffer.from('89504e470d0a1a0a', 'hex'), randomBytes(300_001)]);
+const pdf = Buffer.concat([Buffer.from('%PDF-1.4\n'), randomBytes(200_000)]);
+const text = `${'a'.repeat(70_000)}😀 and “quotes” \\ "escaped"`;
+// A text file, inlined: a four-byte character across the first 48 KiB (where it is decoded in chunks), and
+// what JSON and the wrapper escape.
+const notes = `${'x'.repeat(3 * 16_384 - 1)}😀 <b>&amp;</b> "quoted" \\ \n</file>\t${'é'.repeat(30_000)}`;
 
 function request(deltas: string[] = []): Omit<ModelRequest, 'signal'> {
   return {
@@ -64,6 +74,42 @@ for (const kind of kinds) {
       assert.equal(sent?.path, kind === 'anthropic' ? '/v1/messages' : '/v1/chat/completions');
       assert.equal(sent?.body.model, 'fake-model');
       assert.equal(sent?.body.stream, true);
+    });
+
+    test("sends each file whole, streamed into the body: images' and PDFs' base64, a text file's text, the message's text unchanged", async () => {
+      fake.queue.push({ kind: 'reply', text: 'Seen.' });
+      const provider = await remoteProvider(kind, {
+        baseUrl: fake.baseUrl,
+        apiKey: 'test-key',
+        settings: { maxTokens: 64 },
+      });
+      const reply = await provider.generate({
+        model: 'fake-model',
+        system: 'Be brief.',
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text },
+              { type: 'image', mime_type: 'image/png', data: image },
+              { type: 'file', name: 'doc.pdf', mime_type: 'application/pdf', data: pdf },
+              { type: 'file', name: 'notes.md', mime_type: 'text/markdown', data: Buffer.from(notes) },
+            ],
+          },
+        ],
+        onDelta: () => {},
+        signal: AbortSignal.timeout(20_000),
+      });
+      assert.equal(reply.text, 'Seen.');
+      const body = JSON.stringify(fake.requests[0]?.body);
+      assert.doesNotMatch(body, /PRLYFILE/);
+      assert.ok(body.includes(JSON.stringify(text)), 'the text arrives as it was');
+      assert.ok(body.includes(image.toString('base64')), "the image's base64 arrives whole");
+      assert.ok(body.includes(pdf.toString('base64')), "the PDF's base64 arrives whole");
+      assert.ok(
+        body.includes(JSON.stringify(fileBlock('notes.md', notes))),
+        'the text file arrives inlined whole',
+      );
     });
 
     test("sends the agent's temperature, top_p, stop sequences and seed as the protocol names them", async () => {

@@ -1,8 +1,11 @@
 // A fake OpenAI-compatible Chat Completions server on loopback that behaves like llama.cpp's `llama-server`
 // where the context window is concerned: it counts the prompt by its own rule and refuses one over its
-// context with llama.cpp's 400 body; otherwise it streams the reply a test chose, with usage if asked.
+// context with llama.cpp's 400 body; otherwise it streams the reply a test chose, with usage if asked. A slow
+// model too: held, it answers nothing until the test opens it; and lean, it reads large bodies as they come
+// and keeps only what a test checks of them (their size, their images), so that a test of heavy turns does
+// not hold their prompts.
 import assert from 'node:assert/strict';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 
 export interface ChatMessage {
   role: string;
@@ -23,6 +26,21 @@ export interface FakeChatOptions {
   countText?: (text: string) => number;
   /** Whether the final chunk reports usage (llama.cpp does; some servers do not). */
   reportUsage?: boolean;
+  /** Requests wait, unanswered, until `open()` (a slow model the test lets answer). */
+  held?: boolean;
+  /**
+   * Bodies are read as they arrive and not kept: `received` says what came (their size and images), and
+   * `requests` stays empty. Any size is taken.
+   */
+  lean?: boolean;
+}
+
+/** What a lean server saw of one request. */
+export interface ReceivedBody {
+  model: string;
+  bytes: number;
+  /** The images it carried, each as its data URL's media type and the length of its base64. */
+  images: { mediaType: string; base64Chars: number }[];
 }
 
 /** What the chat template adds per message, in the fake's count. */
@@ -37,6 +55,12 @@ export interface FakeChatServer {
   requests: ChatRequest[];
   /** Which requests were refused for their length (indexes into `requests`). */
   refused: number[];
+  /** A lean server's requests, in order, once each body has been read whole. */
+  received: ReceivedBody[];
+  /** Requests received and not answered yet (held ones). */
+  waiting: number;
+  /** Lets the held requests, and every later one, answer. */
+  open(): void;
   /** The text of the next replies; a function of the request, or a constant. */
   reply: (request: ChatRequest) => string;
   /** The fake's prompt count of a request, as it decides a refusal. */
@@ -59,15 +83,52 @@ export async function startFakeChatServer(options: FakeChatOptions): Promise<Fak
     }, 0);
 
   const app: FastifyInstance = Fastify({ forceCloseConnections: true });
+  /** Streams `text` in a few pieces, as a model does; with the usage when `prompt` is given. */
+  const streamReply = (reply: FastifyReply, text: string, prompt: number | null) => {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const size = Math.max(1, Math.ceil(text.length / 4));
+    for (let i = 0; i < text.length; i += size) {
+      const content = text.slice(i, i + size);
+      reply.raw.write(sse({ choices: [{ index: 0, delta: { content }, finish_reason: null }] }));
+    }
+    reply.raw.write(sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
+    if (prompt !== null) {
+      reply.raw.write(
+        sse({ choices: [], usage: { prompt_tokens: prompt, completion_tokens: countText(text) } }),
+      );
+    }
+    reply.raw.write('data: [DONE]\n\n');
+    reply.raw.end();
+  };
   const server: FakeChatServer = {
     baseUrl: '',
     requests: [],
     refused: [],
+    received: [],
+    waiting: 0,
+    open: () => open(),
     reply: () => 'OK.',
     promptTokens,
     close: () => app.close(),
   };
-  app.post('/v1/chat/completions', (request, reply) => {
+  let open = () => {};
+  const opened = options.held ? new Promise<void>((resolve) => (open = resolve)) : Promise.resolve();
+  if (options.lean) {
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', (_request, payload, done) => {
+      readLean(payload).then((summary) => done(null, summary), done);
+    });
+  }
+  app.post('/v1/chat/completions', async (request, reply) => {
+    server.waiting++;
+    await opened;
+    server.waiting--;
+    if (options.lean) {
+      const summary = request.body as ReceivedBody;
+      server.received.push(summary);
+      return streamReply(reply, server.reply({ model: summary.model, stream: true, messages: [] }), null);
+    }
     const body = request.body as ChatRequest;
     server.requests.push(body);
     const prompt = promptTokens(body.messages);
@@ -84,26 +145,51 @@ export async function startFakeChatServer(options: FakeChatOptions): Promise<Fak
         },
       });
     }
-    const text = server.reply(body);
-    reply.hijack();
-    reply.raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    // A few pieces, as a model streams them.
-    const size = Math.max(1, Math.ceil(text.length / 4));
-    for (let i = 0; i < text.length; i += size) {
-      const content = text.slice(i, i + size);
-      reply.raw.write(sse({ choices: [{ index: 0, delta: { content }, finish_reason: null }] }));
-    }
-    reply.raw.write(sse({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }));
-    if (options.reportUsage) {
-      const usage = { prompt_tokens: prompt, completion_tokens: countText(text) };
-      reply.raw.write(sse({ choices: [], usage }));
-    }
-    reply.raw.write('data: [DONE]\n\n');
-    reply.raw.end();
+    return streamReply(reply, server.reply(body), options.reportUsage ? prompt : null);
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   assert.ok(address && typeof address === 'object');
   server.baseUrl = `http://127.0.0.1:${address.port}/v1`;
   return server;
+}
+
+/**
+ * A lean server's reading of a body as it streams in: its size, its model (named at its start) and each image
+ * data URL's media type and length, found across chunk boundaries, without keeping the body.
+ */
+async function readLean(stream: AsyncIterable<Buffer>): Promise<ReceivedBody> {
+  const summary: ReceivedBody = { model: '', bytes: 0, images: [] };
+  let head = '';
+  /** The end of the previous chunk, where the start of a data URL may have been cut. */
+  let tail = '';
+  let image: ReceivedBody['images'][number] | null = null;
+  for await (const chunk of stream) {
+    summary.bytes += chunk.length;
+    if (head.length < 4096) head += chunk.toString('latin1', 0, 4096);
+    const text = tail + chunk.toString('latin1');
+    tail = '';
+    let at = 0;
+    while (at < text.length) {
+      if (image) {
+        const end = text.indexOf('"', at);
+        image.base64Chars += (end < 0 ? text.length : end) - at;
+        if (end < 0) break;
+        summary.images.push(image);
+        image = null;
+        at = end + 1;
+        continue;
+      }
+      const start = text.indexOf('"data:image/', at);
+      const comma = start < 0 ? -1 : text.indexOf(';base64,', start);
+      if (comma < 0) {
+        tail = text.slice(start < 0 ? Math.max(at, text.length - 64) : start);
+        break;
+      }
+      image = { mediaType: text.slice(start + 6, comma), base64Chars: 0 };
+      at = comma + ';base64,'.length;
+    }
+  }
+  summary.model = /"model":"([^"]*)"/.exec(head)?.[1] ?? '';
+  return summary;
 }
