@@ -54,7 +54,7 @@ export class StepCalls {
       .filter((c): c is ToolCallRecord => 'status' in c && c.status !== null)
       .sort((x, y) => (x.completed_seq ?? 0) - (y.completed_seq ?? 0));
     for (const c of committed) {
-      if (c.status !== null)
+      if (c.status === 'ok' || c.status === 'error')
         earlier.set(c.id, this.#retell({ id: c.id, name: c.name, input: c.input }, c, c.status));
     }
     return earlier;

@@ -185,6 +185,29 @@ export function sessionsDueForExpiry(
   );
 }
 
+/** Active sessions whose owner must act on their paused turn by `at` (sessions_wake holds only those). */
+export function sessionsToWake(
+  d: Dialect,
+  at: string,
+  limit: number,
+  shards: readonly number[] | undefined,
+): Statement {
+  const q = new Query(d);
+  const where = ['wake_at IS NOT NULL', `wake_at <= ${q.param(instant(at))}`, `status = 'active'`];
+  if (shards) where.push(d.inJsonArray('shard', q.param(JSON.stringify(shards)), 'int'));
+  return q.statement(
+    `SELECT id FROM sessions WHERE ${where.join(' AND ')} ORDER BY wake_at LIMIT ${q.param(limit)}`,
+  );
+}
+
+/** The calls of `sessionIds` waiting for a decision (tool_calls_awaiting holds only those). */
+export function awaitingApproval(d: Dialect, sessionIds: readonly string[]): Statement {
+  const q = new Query(d);
+  const ids = d.inJsonArray('session_id', q.param(JSON.stringify(sessionIds)), 'text');
+  return q.statement(`SELECT * FROM tool_calls WHERE status = 'awaiting_approval' AND ${ids}
+    ORDER BY session_id, turn_id, step, position`);
+}
+
 /**
  * The session row's part of a write: the patch's columns (a column left out keeps its value), the added
  * messages' count, a new version and `updated_at`. Returns the new `messages_count`.
@@ -195,6 +218,8 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
   // Every parameter cast, so that PostgreSQL knows its type where coalesce cannot tell it.
   const textParam = (value: string | null | undefined) => `CAST(${q.param(value ?? null)} AS TEXT)`;
   const expiresAt = p.expires_at === undefined ? null : instant(p.expires_at);
+  // Set (to a time or to null) only when the patch names it, like close_reason.
+  const wakeAt = p.wake_at === undefined || p.wake_at === null ? null : instant(p.wake_at);
   return q.statement(`UPDATE sessions SET
       status = coalesce(${textParam(p.status)}, status),
       closed_at = coalesce(${textParam(p.closed_at)}, closed_at),
@@ -202,6 +227,8 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
         THEN ${textParam(p.close_reason)} ELSE close_reason END,
       expires_at = coalesce(${textParam(expiresAt)}, expires_at),
       last_message_at = coalesce(${textParam(p.last_message_at)}, last_message_at),
+      wake_at = CASE WHEN CAST(${q.param(p.wake_at === undefined ? 0 : 1)} AS INTEGER) = 1
+        THEN ${textParam(wakeAt)} ELSE wake_at END,
       messages_count = messages_count + CAST(${q.param(write.messages?.length ?? 0)} AS INTEGER),
       snapshot = ${q.param(p.snapshot)}, version = version + 1, updated_at = ${q.param(at)}
     WHERE id = ${q.param(write.session_id)} RETURNING messages_count`);
@@ -246,6 +273,29 @@ export function toolCallStatements(d: Dialect, write: SessionWrite, at: string):
         AND status IS NULL`);
   });
   return [...inserts, ...results];
+}
+
+/**
+ * The decisions of one write, each on a call still awaiting approval (RETURNING its id: a statement that
+ * returns no row met a call that was not waiting, and the driver undoes the write). An approved call goes
+ * back to no status, to be run; a denied one is completed with its error result, next in the turn's order.
+ */
+export function decisionStatements(d: Dialect, write: SessionWrite, at: string): Statement[] {
+  return (write.decisions ?? []).map((r) => {
+    const q = new Query(d);
+    // Parameters are added in the order the text reads them (SQLite's `?` is positional).
+    const result =
+      r.decision === 'denied'
+        ? `status = 'error', output = ${q.param(JSON.stringify(r.output ?? null))}, duration_ms = 0,
+        completed_at = ${q.param(at)}, completed_seq = (SELECT COALESCE(MAX(completed_seq), 0) + 1
+          FROM tool_calls WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)}),`
+        : 'status = NULL,';
+    return q.statement(`UPDATE tool_calls SET ${result}
+      decision = ${q.param(r.decision)}, decided_by = ${q.param(r.by)},
+      decision_reason = ${q.param(r.reason)}, decided_at = ${q.param(at)}, epoch = ${q.param(write.fence.epoch)}
+      WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)} AND id = ${q.param(r.id)}
+        AND status = 'awaiting_approval' RETURNING id`);
+  });
 }
 
 // --- feedback

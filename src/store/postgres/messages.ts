@@ -3,7 +3,7 @@
 // postgres/sessions.ts).
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
-import { postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
+import { awaitingApproval, postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -51,6 +51,12 @@ export function part(db: Db): StoreParts['messages'] {
         [sessionId, turnId],
       );
       return rows.map(toToolCall);
+    },
+
+    async awaitingApproval(sessionIds) {
+      if (sessionIds.length === 0) return [];
+      const { sql, values } = awaitingApproval(postgresDialect, sessionIds);
+      return (await db.rows(sql, values)).map(toToolCall);
     },
 
     async upsertFeedback(sessionId, feedback, event) {

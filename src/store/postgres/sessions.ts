@@ -6,6 +6,7 @@ import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
+  decisionStatements,
   insert,
   listSessions,
   patchSession,
@@ -13,10 +14,17 @@ import {
   recordIdempotencyKey,
   type Statement,
   sessionsDueForExpiry,
+  sessionsToWake,
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
+import {
+  ApprovalConflictError,
+  type Fence,
+  type SessionWrite,
+  type SessionWriteResult,
+  StaleEpochError,
+} from '../store.ts';
 import type { Db, Queryable } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -99,6 +107,11 @@ export function part(db: Db): StoreParts['sessions'] {
       const { sql, values } = sessionsDueForExpiry(postgresDialect, at, limit, shards);
       return (await db.rows(sql, values)).map((r) => String(r.id));
     },
+
+    async sessionsToWake(at, limit, shards) {
+      const { sql, values } = sessionsToWake(postgresDialect, at, limit, shards);
+      return (await db.rows(sql, values)).map((r) => String(r.id));
+    },
   };
   return sessions;
 }
@@ -122,6 +135,10 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   const response = storeIdempotencyResponse(postgresDialect, write);
   if (response) await execute(c, response);
   for (const statement of toolCallStatements(postgresDialect, write, at)) await execute(c, statement);
+  for (const [i, statement] of decisionStatements(postgresDialect, write, at).entries()) {
+    const { rows: decided } = await execute(c, statement);
+    if (decided.length === 0) throw new ApprovalConflictError(write.decisions?.[i]?.id ?? '');
+  }
   const webhookDeliveries = await queueWebhookEvents(c, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),

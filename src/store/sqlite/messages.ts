@@ -3,7 +3,7 @@
 // sqlite/sessions.ts).
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
-import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
+import { awaitingApproval, recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -45,6 +45,11 @@ export function part(db: SqliteDb): StoreParts['messages'] {
         .q('SELECT * FROM tool_calls WHERE session_id = ? AND turn_id = ? ORDER BY step, position')
         .all(sessionId, turnId)
         .map(toToolCall);
+    },
+
+    async awaitingApproval(sessionIds) {
+      if (sessionIds.length === 0) return [];
+      return all(db, awaitingApproval(sqliteDialect, sessionIds)).map(toToolCall);
     },
 
     async upsertFeedback(sessionId, feedback, event) {

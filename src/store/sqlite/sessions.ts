@@ -5,16 +5,24 @@ import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
+  decisionStatements,
   insert,
   listSessions,
   patchSession,
   recordIdempotencyKey,
   sessionsDueForExpiry,
+  sessionsToWake,
   sqliteDialect,
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
+import {
+  ApprovalConflictError,
+  type Fence,
+  type SessionWrite,
+  type SessionWriteResult,
+  StaleEpochError,
+} from '../store.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -84,6 +92,10 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
     async sessionsDueForExpiry(at, limit, shards) {
       return all(db, sessionsDueForExpiry(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
     },
+
+    async sessionsToWake(at, limit, shards) {
+      return all(db, sessionsToWake(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
+    },
   };
   return sessions;
 }
@@ -109,6 +121,9 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const response = storeIdempotencyResponse(sqliteDialect, write);
   if (response) run(db, response);
   for (const statement of toolCallStatements(sqliteDialect, write, at)) run(db, statement);
+  for (const [i, statement] of decisionStatements(sqliteDialect, write, at).entries()) {
+    if (!get(db, statement)) throw new ApprovalConflictError(write.decisions?.[i]?.id ?? '');
+  }
   const webhookDeliveries = queueWebhookEvents(db, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),
