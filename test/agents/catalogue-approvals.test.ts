@@ -3,8 +3,8 @@
 // call, and the check at start that names a wrong value or an approval for a tool the server does not offer.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { approverOf, hasUserApprovals } from '../../src/agents/catalogue-tools.ts';
 import { parseCatalogue } from '../../src/agents/catalogue.ts';
+import { approverOf, hasUserApprovals } from '../../src/agents/catalogue-tools.ts';
 import { ConfigError } from '../../src/config.ts';
 
 const tool = (fields: Record<string, unknown> = {}) => ({
