@@ -3,30 +3,32 @@
 import type { Catalogue } from '../agents/catalogue.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
-import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
+import { AppError, sessionNotFound, shardMoving } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { SessionStatus } from '../machines/session.ts';
+import type { Approver, SessionStatus } from '../machines/session.ts';
 import { initialPersistedSnapshot } from '../machines/session-snapshot.ts';
 import { SHARD_COUNT, shardOf } from '../shards.ts';
 import {
-  type ContentBlock,
   type JsonObject,
   type MessageRecord,
   type SessionRecord,
   StaleEpochError,
   type Store,
-  type StoredFile,
-  type User,
 } from '../store/store.ts';
+import type { DecideResult, Decision } from './approvals.ts';
+import { type CancelResult, storedTurnAnswer } from './cancel.ts';
 import { fingerprintOf, lookUpKey } from './idempotency.ts';
+import { type Authorize, type BlockInput, contentBlocks, lookupUser } from './session-inputs.ts';
+
+export { type Authorize, authorizeFile, type BlockInput } from './session-inputs.ts';
+
 import type { InactivityResult } from './inactivity.ts';
 import type { TurnObserver } from './operation-context.ts';
 import { closedAnswer, type TerminateResult } from './operations.ts';
 import type { SessionEntry } from './resident-actors.ts';
 import { type SessionHost, statusError } from './session-host.ts';
+import { type Approval, approvalOf } from './step-approvals.ts';
 import { refuseUnfitting, replayOf, type TurnResult } from './turn.ts';
-
-export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
 export interface MessageInput {
   content: string | BlockInput[];
@@ -42,25 +44,6 @@ export interface SessionFields {
 
 /** A turn's answer, with the session's status once it finished. */
 export type SendResult = TurnResult & { session_status: SessionStatus };
-
-/** Who may touch a session beyond its tenant (the API key's agent scope, the token's conversation). */
-export type Authorize = (session: SessionRecord) => void;
-
-/**
- * Throws unless the caller may touch the conversation `file` was uploaded in: a file is answered like its
- * session (docs/internals/decisions.md#files-and-scoped-keys). A pool file (no session) is the whole
- * tenant's.
- */
-export async function authorizeFile(
-  store: Store,
-  tenantId: string,
-  file: StoredFile,
-  authorize: Authorize,
-): Promise<void> {
-  if (file.session_id === null) return;
-  const session = await store.getSession(tenantId, file.session_id);
-  if (session) authorize(session);
-}
 
 export interface SessionServiceOptions {
   store: Store;
@@ -89,7 +72,7 @@ export class SessionService {
 
   async createSession(tenantId: string, agentId: string, fields: SessionFields): Promise<SessionRecord> {
     const agent = this.agent(agentId);
-    const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
+    const user = fields.user ? await lookupUser(this.#o.store, tenantId, fields.user) : null;
     const id = this.#newSessionId();
     const shard = shardOf(id);
     const fence = this.#o.coordinator.fence(shard);
@@ -157,6 +140,8 @@ export class SessionService {
       ownFilesOnly?: boolean;
       /** Watches the turn as it runs (streamed sends). */
       observer?: TurnObserver;
+      /** The family sending: the public one (`user`) is told only of its own waiting calls. */
+      by?: Approver;
     },
   ): Promise<SendResult> {
     const entry = await this.#entry(tenantId, sessionId, options.authorize);
@@ -172,9 +157,24 @@ export class SessionService {
     if (lookup?.attempt.state === 'finished') {
       return { ...replayOf(lookup.attempt), session_status: this.#o.host.status(entry) };
     }
-    const content = await this.#content(tenantId, message.content, ['body', 'content'], options.authorize, {
-      sessionId: options.ownFilesOnly ? sessionId : undefined,
-    });
+    // The attempt's turn is paused: it answers as it stands (or goes on, if it can), the send is not run again.
+    const paused = entry.actor.getSnapshot().context.paused;
+    if (lookup?.attempt.state === 'started' && paused?.turnId === lookup.attempt.turn_id) {
+      const turnId = paused.turnId;
+      const op = { id: newId('op'), kind: 'resume' as const, payload: { turnId } };
+      const resumed = await this.#o.host.submit(entry, op, options.observer);
+      if (resumed) return { ...resumed, session_status: this.#o.host.status(entry) };
+    }
+    const content = await contentBlocks(
+      this.#o.store,
+      tenantId,
+      message.content,
+      ['body', 'content'],
+      options.authorize,
+      {
+        sessionId: options.ownFilesOnly ? sessionId : undefined,
+      },
+    );
     const result = await this.#o.host.submit(
       entry,
       {
@@ -186,10 +186,70 @@ export class SessionService {
           replyId: newId('msg'),
         },
         ...(lookup ? { idempotency: lookup } : {}),
+        ...(options.by ? { by: options.by } : {}),
       },
       options.observer,
     );
     return { ...result, session_status: this.#o.host.status(entry) };
+  }
+
+  /**
+   * Decisions on the calls turn `turnId` waits for, by `by`'s family; answers like a send once they are
+   * committed (docs/internals/decisions.md#approvals).
+   */
+  async decide(
+    tenantId: string,
+    sessionId: string,
+    turnId: string,
+    decisions: Decision[],
+    options: { authorize: Authorize; by: Approver; observer?: TurnObserver },
+  ): Promise<DecideResult & { session_status: SessionStatus }> {
+    const entry = await this.#entry(tenantId, sessionId, options.authorize);
+    const op = { id: newId('op'), kind: 'decide' as const, payload: { turnId, by: options.by, decisions } };
+    const result = await this.#o.host.submit(entry, op, options.observer);
+    return { ...result, session_status: this.#o.host.status(entry) };
+  }
+
+  /**
+   * Cancels turn `turnId` (docs/internals/decisions.md#cancel): a running one is aborted, a paused one ended;
+   * answered once that is committed, with the turn as it is then.
+   */
+  async cancel(
+    tenantId: string,
+    sessionId: string,
+    turnId: string,
+    authorize: Authorize,
+  ): Promise<CancelResult & { session_status: SessionStatus }> {
+    const entry = await this.#entry(tenantId, sessionId, authorize);
+    this.#o.host.cancelRunning(entry, turnId);
+    const op = { id: newId('op'), kind: 'cancel' as const, payload: { turnId } };
+    let result: CancelResult;
+    try {
+      result = await this.#o.host.submit(entry, op);
+    } catch (err) {
+      // A closed or expired session runs nothing: its turns are as they are stored.
+      if (!(err instanceof AppError && (err.code === 'session_closed' || err.code === 'session_expired')))
+        throw err;
+      result = await storedTurnAnswer(this.#o.store, sessionId, turnId);
+    }
+    return { ...result, session_status: this.#o.host.status(entry) };
+  }
+
+  /** The id of the session's paused turn, if it has one (its actor is activated to tell). */
+  async pausedTurnId(sessionId: string): Promise<string | null> {
+    const entry = await this.#o.host.entry(sessionId);
+    return entry?.actor.getSnapshot().context.paused?.turnId ?? null;
+  }
+
+  /** The calls waiting for decisions, by session (Session.pending_approvals). */
+  async pendingApprovals(sessionIds: readonly string[]): Promise<Map<string, Approval[]>> {
+    const waiting = new Map<string, Approval[]>();
+    for (const call of await this.#o.store.awaitingApproval(sessionIds)) {
+      const approval = approvalOf(call);
+      if (!approval) continue;
+      waiting.set(call.session_id, [...(waiting.get(call.session_id) ?? []), approval]);
+    }
+    return waiting;
   }
 
   /** The first message a turn stored (what a streamed replay reports as the turn's start). */
@@ -217,13 +277,19 @@ export class SessionService {
       fields.messages.map(async (m, j) => ({
         id: newId('msg'),
         role: m.role,
-        content: await this.#content(tenantId, m.content, ['body', 'messages', j, 'content'], authorize),
+        content: await contentBlocks(
+          this.#o.store,
+          tenantId,
+          m.content,
+          ['body', 'messages', j, 'content'],
+          authorize,
+        ),
         metadata: m.metadata ?? null,
       })),
     );
     const contentAt = ['body', 'messages', messages.length - 1, 'content'];
     // A message too long for the agent is refused before the session exists, as the turn would refuse it.
-    const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
+    const user = fields.user ? await lookupUser(this.#o.store, tenantId, fields.user) : null;
     await refuseUnfitting(agent, systemPrompt(agent.instructions, fields.context ?? {}, user), {
       messages,
       contentAt,
@@ -293,65 +359,5 @@ export class SessionService {
     if (!entry || entry.session.tenant_id !== tenantId) throw sessionNotFound(sessionId);
     authorize(entry.session);
     return entry;
-  }
-
-  async #lookupUser(tenantId: string, lookup: { id?: string; reference?: string }): Promise<User> {
-    const { store } = this.#o;
-    const byId = lookup.id !== undefined ? await store.getUser(tenantId, lookup.id) : null;
-    const byReference =
-      lookup.reference !== undefined
-        ? ((await store.listUsers(tenantId, { reference: lookup.reference }, { limit: 1, offset: 0 }))
-            .items[0] ?? null)
-        : null;
-    const user = byId ?? byReference;
-    if ((lookup.id !== undefined && !byId) || (lookup.reference !== undefined && !byReference) || !user) {
-      throw new AppError('user_not_found', undefined, { context: { ...lookup } });
-    }
-    if (byId && byReference && byId.id !== byReference.id) {
-      throw ValidationError.at(
-        ['body', 'user'],
-        'The user id and reference name different users',
-        'value_error',
-      );
-    }
-    return user;
-  }
-
-  /**
-   * Normalised blocks; every file a block names must be the tenant's (or the one session's, when given),
-   * one the caller may touch (see authorizeFile), and an image block an image.
-   */
-  async #content(
-    tenantId: string,
-    content: string | BlockInput[],
-    loc: (string | number)[],
-    authorize: Authorize,
-    only: { sessionId?: string } = {},
-  ): Promise<ContentBlock[]> {
-    if (typeof content === 'string') return [{ type: 'text', text: content }];
-    return Promise.all(
-      content.map(async (block, i): Promise<ContentBlock> => {
-        if (block.text !== undefined && block.type !== 'image' && block.type !== 'file') {
-          return { type: 'text', text: block.text };
-        }
-        const fileId = block.file_id ?? '';
-        const type = block.type === 'image' ? 'image' : 'file';
-        const file = await this.#o.store.getFile(tenantId, fileId);
-        if (!file || (only.sessionId !== undefined && file.session_id !== only.sessionId)) {
-          throw new AppError('file_not_found', undefined, {
-            context: { file_id: fileId, param: [...loc, i, 'file_id'].join('.') },
-          });
-        }
-        await authorizeFile(this.#o.store, tenantId, file, authorize);
-        if (type === 'image' && !file.mime_type.startsWith('image/')) {
-          throw ValidationError.at(
-            [...loc, i, 'file_id'],
-            `File ${fileId} is ${file.mime_type}, not an image`,
-            'value_error',
-          );
-        }
-        return { type, file_id: fileId };
-      }),
-    );
   }
 }

@@ -1,5 +1,6 @@
 // The sweeper: every `sweepMs` it passivates the actors idle too long, expires the due sessions of the shards
-// this process serves and deletes Idempotency-Key records and webhook deliveries past retention. One sweep
+// this process serves, wakes their paused turns that are due (a call whose time ran out, a decided turn whose
+// process died before it went on) and deletes Idempotency-Key records and webhook deliveries past retention. One sweep
 // at a time; a failed one is logged and the next retries.
 import type { Coordinator } from '../cluster/coordinator.ts';
 import type { Store } from '../store/store.ts';
@@ -19,6 +20,8 @@ export interface SweeperOptions {
   sweepMs: number;
   /** Expires the session if its time has passed. */
   expireIfDue(sessionId: string): Promise<void>;
+  /** Moves the session's paused turn on, if it can go on. */
+  wake(sessionId: string): Promise<void>;
   log?: { warn(obj: unknown, msg?: string): void };
 }
 
@@ -53,6 +56,11 @@ export class Sweeper {
         coordinator.servedShards(),
       )) {
         await this.#o.expireIfDue(id).catch((err) => log?.warn({ err, session_id: id }, 'expiry failed'));
+      }
+      for (const id of await store.sessionsToWake(now, EXPIRIES_PER_SWEEP, coordinator.servedShards())) {
+        await this.#o
+          .wake(id)
+          .catch((err) => log?.warn({ err, session_id: id }, 'waking a paused turn failed'));
       }
       await store.deleteExpiredIdempotencyRecords(now);
       await store.deleteOldWebhookDeliveries(

@@ -96,7 +96,7 @@ export async function modelCaller(
           totalMs: Math.max(1, deadline - Date.now()),
           totalLimitMs: agent.timeouts.total_ms,
           stallMs: agent.timeouts.stall_ms,
-          signal: context.signal,
+          signal: context.turnSignal,
         },
       );
     const observe = (outcome: string) =>

@@ -204,6 +204,9 @@ export const toToolCall = (r: Row): ToolCallRecord => {
   };
 };
 
+/** A call waiting for a decision, with the session it belongs to (awaitingApproval reads several). */
+export const toWaitingCall = (r: Row) => ({ ...toToolCall(r), session_id: text(r, 'session_id') });
+
 export const toFeedback = (r: Row): Feedback => ({
   id: text(r, 'id'),
   session_id: text(r, 'session_id'),

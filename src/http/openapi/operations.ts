@@ -56,6 +56,13 @@ const turn: ErrorCode[] = [
   'agent_rate_limited',
   'agent_timeout',
   'turn_interrupted',
+  'approval_pending',
+];
+/** What a decision on a paused turn may answer, besides its family's errors and those of the turn going on. */
+const deciding: ErrorCode[] = [
+  'approval_not_pending',
+  'approval_forbidden',
+  ...turn.filter((code) => code !== 'idempotency_key_reused' && code !== 'file_not_found'),
 ];
 const upload: ErrorCode[] = ['file_too_large', 'tenant_file_quota', 'unsupported_media_type'];
 /** A file of a conversation is the key's only where the key may use the conversation's agent. */
@@ -196,10 +203,24 @@ export const operationDocs: Record<string, OperationDoc> = {
   [`POST ${A}/sessions/{session_id}/messages`]: {
     id: 'sendMessage',
     description:
-      'Stores the message and answers the agent\'s reply, once it is stored too. One operation runs at a time per session, in arrival order; up to 8 more wait, and the next is 409 `session_busy`. With an `Idempotency-Key` (kept 24 h per session) a retry of the same body replays the stored reply with `Idempotent-Replayed: true`, and finishes a turn whose reply was lost; a different body under the key is 409 `idempotency_key_reused`. `role: "assistant"` stores your own message without calling the model. A failed model call keeps the user\'s message, and the session stays active.',
-    ok: "The agent's reply",
+      'Stores the message and answers the agent\'s reply, once it is stored too. One operation runs at a time per session, in arrival order; up to 8 more wait, and the next is 409 `session_busy`. With an `Idempotency-Key` (kept 24 h per session) a retry of the same body replays the stored reply with `Idempotent-Replayed: true`, and finishes a turn whose reply was lost; a different body under the key is 409 `idempotency_key_reused`. `role: "assistant"` stores your own message without calling the model. A failed model call keeps the user\'s message, and the session stays active. When a tool call must be approved first, the turn pauses and the answer is 202 with the calls it waits for (`decideApprovals` goes on with it); while it waits, a new send is 409 `approval_pending`.',
+    ok: "The agent's reply (201), or the approvals the paused turn waits for (202)",
     errors: [...session, ...turn],
     replays: true,
+  },
+  [`POST ${A}/sessions/{session_id}/turns/{turn_id}/approvals`]: {
+    id: 'decideApprovals',
+    description:
+      'Approves or denies tool calls the paused turn waits for (`decisions`: `call_id`, `approved`, an optional `reason` of up to 500 characters); decisions may come in several requests, and the turn goes on once every call of its step is decided. A decision is stored before anything runs; an approved call then runs once, a denied one never (the model is told `{ "error": "denied", "by", "reason" }`). Answers like `sendMessage`: 201 with the reply, or 202 while calls still wait; with `Accept: text/event-stream`, the turn\'s events after the pause it decided. A call that is not waiting (unknown, of another turn, decided otherwise, expired) is 409 `approval_not_pending` and nothing is applied; the same decision again is answered like the first.',
+    ok: "The agent's reply (201), the approvals the turn still waits for (202), or the turn's events (200)",
+    errors: [...session, ...deciding],
+  },
+  [`POST ${A}/sessions/{session_id}/turns/{turn_id}/cancel`]: {
+    id: 'cancelTurn',
+    description:
+      'Stops a running or paused turn: its model call is aborted, calls not yet sent are not sent, what it wrote so far is stored as its reply with `stop_reason: "cancelled"`, and the calls it waited for are denied; its stream ends with `turn.cancelled`. Answered once that is stored, with the turn as it is. Cancelling a finished turn changes nothing and answers it as it is (`completed`, `cancelled`, or `interrupted` when it ended without a reply).',
+    ok: 'The turn as it is, with its reply',
+    errors: [...session, 'turn_not_found'],
   },
   [`GET ${A}/sessions/{session_id}/messages`]: {
     id: 'listMessages',
@@ -333,6 +354,19 @@ export const operationDocs: Record<string, OperationDoc> = {
     ok: 'The reply as a UI message stream',
     errors: [...token, ...turn],
     replays: true,
+  },
+  [`POST ${P}/turns/{turn_id}/approvals`]: {
+    id: 'decideConversationApprovals',
+    description:
+      'The decisions of `decideApprovals`, by the end user: only calls whose approver is `user` may be decided here (403 `approval_forbidden` for an `operator` call), and only those are shown in the answers and events of this family.',
+    ok: "The agent's reply (201), the approvals the turn still waits for (202), or the turn's events (200)",
+    errors: [...token, ...deciding],
+  },
+  [`POST ${P}/turns/{turn_id}/cancel`]: {
+    id: 'cancelConversationTurn',
+    description: 'Stops a running or paused turn of the conversation, as `cancelTurn` does (a stop button).',
+    ok: 'The turn as it is, with its reply',
+    errors: [...token, 'turn_not_found'],
   },
   [`GET ${P}/turns/{turn_id}/events`]: {
     id: 'resumeConversationTurn',

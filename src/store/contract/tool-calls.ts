@@ -121,5 +121,5 @@ export interface ToolCallStore {
    * The calls of these sessions that wait for a decision, by session, turn, step and position (a session
    * without any is left out).
    */
-  awaitingApproval(sessionIds: readonly string[]): Promise<ToolCallRecord[]>;
+  awaitingApproval(sessionIds: readonly string[]): Promise<(ToolCallRecord & { session_id: string })[]>;
 }

@@ -2,7 +2,7 @@
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // postgres/sessions.ts).
 import type { StoreParts } from '../composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
 import { awaitingApproval, postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
@@ -56,7 +56,7 @@ export function part(db: Db): StoreParts['messages'] {
     async awaitingApproval(sessionIds) {
       if (sessionIds.length === 0) return [];
       const { sql, values } = awaitingApproval(postgresDialect, sessionIds);
-      return (await db.rows(sql, values)).map(toToolCall);
+      return (await db.rows(sql, values)).map(toWaitingCall);
     },
 
     async upsertFeedback(sessionId, feedback, event) {

@@ -2,7 +2,7 @@
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // sqlite/sessions.ts).
 import type { StoreParts } from '../composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
 import { awaitingApproval, recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
@@ -49,7 +49,7 @@ export function part(db: SqliteDb): StoreParts['messages'] {
 
     async awaitingApproval(sessionIds) {
       if (sessionIds.length === 0) return [];
-      return all(db, awaitingApproval(sqliteDialect, sessionIds)).map(toToolCall);
+      return all(db, awaitingApproval(sqliteDialect, sessionIds)).map(toWaitingCall);
     },
 
     async upsertFeedback(sessionId, feedback, event) {

@@ -61,11 +61,22 @@ export function approvals(f: SessionFixture): void {
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), stored);
       assert.equal(stored[1]?.status, 'awaiting_approval');
       assert.equal(stored[2]?.approver, 'operator');
-      assert.deepEqual(await ctx.store.awaitingApproval([record.id]), stored.slice(1));
-      assert.deepEqual(await ctx.store.awaitingApproval([record.id, other.record.id]), [
-        ...stored.slice(1),
-        storedCall(othersCall, at),
-      ]);
+      const ofSession = (sessionId: string) => (c: ReturnType<typeof storedCall>) => ({
+        ...c,
+        session_id: sessionId,
+      });
+      assert.deepEqual(
+        await ctx.store.awaitingApproval([record.id]),
+        stored.slice(1).map(ofSession(record.id)),
+      );
+      const both = await ctx.store.awaitingApproval([record.id, other.record.id]);
+      assert.deepEqual(
+        both.toSorted((a, b) => a.session_id.localeCompare(b.session_id)),
+        [
+          ...stored.slice(1).map(ofSession(record.id)),
+          ofSession(other.record.id)(storedCall(othersCall, at)),
+        ].toSorted((a, b) => a.session_id.localeCompare(b.session_id)),
+      );
       assert.deepEqual(await ctx.store.awaitingApproval([]), []);
       assert.deepEqual(await ctx.store.awaitingApproval([newId('ses')]), []);
     });
