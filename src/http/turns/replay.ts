@@ -89,6 +89,8 @@ function tell(log: TurnLog, calls: readonly ToolCallRecord[], reply: string | nu
       stepCalls.some((c) => c.id === a.call_id && c.status === 'awaiting_approval'),
     );
     log.paused(step, waiting.length > 0 ? waiting : asked);
+    // Decisions are told once the step goes on, not before.
+    if (waiting.length > 0) continue;
     completed(
       log,
       stepCalls.filter((c) => c.decision === 'denied'),
