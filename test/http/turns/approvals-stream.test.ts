@@ -112,9 +112,8 @@ perStore('approvals streamed', pgMissing, (t) => {
     const events = parseSse(res.body).events;
     assert.deepEqual(namesOf(events), ['turn.awaiting_approval']);
     assert.equal(events[0]?.id, pause.id);
-    const left = (events[0]?.data as unknown as { approvals: { tool: string }[] }).approvals.map(
-      (a) => a.tool,
-    );
+    const again = events[0]?.data as unknown as { approvals: { tool: string }[] } | undefined;
+    const left = again?.approvals.map((a) => a.tool);
     assert.deepEqual(left, ['refund']);
   });
 
