@@ -15,8 +15,6 @@ import {
   StaleEpochError,
   type Store,
 } from '../store/store.ts';
-import type { DecideResult, Decision } from './approvals.ts';
-import { type CancelResult, storedTurnAnswer } from './cancel.ts';
 import { fingerprintOf, lookUpKey } from './idempotency.ts';
 import { type Authorize, type BlockInput, contentBlocks, lookupUser } from './session-inputs.ts';
 
@@ -25,10 +23,9 @@ export { type Authorize, authorizeFile, type BlockInput } from './session-inputs
 import type { InactivityResult } from './inactivity.ts';
 import type { TurnObserver } from './operation-context.ts';
 import { closedAnswer, type TerminateResult } from './operations.ts';
-import type { SessionEntry } from './resident-actors.ts';
 import { type SessionHost, statusError } from './session-host.ts';
-import { type Approval, approvalOf } from './step-approvals.ts';
 import { refuseUnfitting, replayOf, type TurnResult } from './turn.ts';
+import { TurnActions } from './turn-actions.ts';
 
 export interface MessageInput {
   content: string | BlockInput[];
@@ -52,10 +49,11 @@ export interface SessionServiceOptions {
   catalogue: Catalogue;
 }
 
-export class SessionService {
+export class SessionService extends TurnActions {
   readonly #o: SessionServiceOptions;
 
   constructor(options: SessionServiceOptions) {
+    super(options);
     this.#o = options;
   }
 
@@ -144,7 +142,7 @@ export class SessionService {
       by?: Approver;
     },
   ): Promise<SendResult> {
-    const entry = await this.#entry(tenantId, sessionId, options.authorize);
+    const entry = await this.entryOf(tenantId, sessionId, options.authorize);
     const { key } = options;
     const lookup =
       key === undefined
@@ -193,65 +191,6 @@ export class SessionService {
     return { ...result, session_status: this.#o.host.status(entry) };
   }
 
-  /**
-   * Decisions on the calls turn `turnId` waits for, by `by`'s family; answers like a send once they are
-   * committed (docs/internals/decisions.md#approvals).
-   */
-  async decide(
-    tenantId: string,
-    sessionId: string,
-    turnId: string,
-    decisions: Decision[],
-    options: { authorize: Authorize; by: Approver; observer?: TurnObserver },
-  ): Promise<DecideResult & { session_status: SessionStatus }> {
-    const entry = await this.#entry(tenantId, sessionId, options.authorize);
-    const op = { id: newId('op'), kind: 'decide' as const, payload: { turnId, by: options.by, decisions } };
-    const result = await this.#o.host.submit(entry, op, options.observer);
-    return { ...result, session_status: this.#o.host.status(entry) };
-  }
-
-  /**
-   * Cancels turn `turnId` (docs/internals/decisions.md#cancel): a running one is aborted, a paused one ended;
-   * answered once that is committed, with the turn as it is then.
-   */
-  async cancel(
-    tenantId: string,
-    sessionId: string,
-    turnId: string,
-    authorize: Authorize,
-  ): Promise<CancelResult & { session_status: SessionStatus }> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
-    this.#o.host.cancelRunning(entry, turnId);
-    const op = { id: newId('op'), kind: 'cancel' as const, payload: { turnId } };
-    let result: CancelResult;
-    try {
-      result = await this.#o.host.submit(entry, op);
-    } catch (err) {
-      // A closed or expired session runs nothing: its turns are as they are stored.
-      if (!(err instanceof AppError && (err.code === 'session_closed' || err.code === 'session_expired')))
-        throw err;
-      result = await storedTurnAnswer(this.#o.store, sessionId, turnId);
-    }
-    return { ...result, session_status: this.#o.host.status(entry) };
-  }
-
-  /** The id of the session's paused turn, if it has one (its actor is activated to tell). */
-  async pausedTurnId(sessionId: string): Promise<string | null> {
-    const entry = await this.#o.host.entry(sessionId);
-    return entry?.actor.getSnapshot().context.paused?.turnId ?? null;
-  }
-
-  /** The calls waiting for decisions, by session (Session.pending_approvals). */
-  async pendingApprovals(sessionIds: readonly string[]): Promise<Map<string, Approval[]>> {
-    const waiting = new Map<string, Approval[]>();
-    for (const call of await this.#o.store.awaitingApproval(sessionIds)) {
-      const approval = approvalOf(call);
-      if (!approval) continue;
-      waiting.set(call.session_id, [...(waiting.get(call.session_id) ?? []), approval]);
-    }
-    return waiting;
-  }
-
   /** The first message a turn stored (what a streamed replay reports as the turn's start). */
   async turnStart(sessionId: string, turnId: string): Promise<MessageRecord | null> {
     return (await this.#o.store.turnMessages(sessionId, turnId))[0] ?? null;
@@ -295,7 +234,7 @@ export class SessionService {
       contentAt,
     });
     const session = await this.createSession(tenantId, agentId, fields);
-    const entry = await this.#entry(tenantId, session.id, () => {});
+    const entry = await this.entryOf(tenantId, session.id, () => {});
     const result = await this.#o.host.submit(entry, {
       id: newId('turn'),
       kind: 'send',
@@ -311,7 +250,7 @@ export class SessionService {
 
   /** The session when it still takes messages and files; 409 `session_closed` / `session_expired` otherwise. */
   async activeSession(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionRecord> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
     await this.#o.host.expireIfDue(sessionId);
     const status = this.#o.host.status(entry);
     if (status !== 'active') throw statusError(status, sessionId);
@@ -325,7 +264,7 @@ export class SessionService {
     step: 'warning' | 'final',
     authorize: Authorize,
   ): Promise<InactivityResult> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
     return this.#o.host.submit(entry, {
       id: newId('turn'),
       kind: 'inactivity',
@@ -340,7 +279,7 @@ export class SessionService {
     reason: string | null,
     authorize: Authorize,
   ): Promise<TerminateResult> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
     const closed = () => closedAnswer(sessionId, entry.actor.getSnapshot());
     const already = closed();
     if (already) return already;
@@ -352,12 +291,5 @@ export class SessionService {
       if (answer) return answer;
       throw err;
     }
-  }
-
-  async #entry(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionEntry> {
-    const entry = await this.#o.host.entry(sessionId);
-    if (!entry || entry.session.tenant_id !== tenantId) throw sessionNotFound(sessionId);
-    authorize(entry.session);
-    return entry;
   }
 }

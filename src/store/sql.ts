@@ -185,29 +185,6 @@ export function sessionsDueForExpiry(
   );
 }
 
-/** Active sessions whose owner must act on their paused turn by `at` (sessions_wake holds only those). */
-export function sessionsToWake(
-  d: Dialect,
-  at: string,
-  limit: number,
-  shards: readonly number[] | undefined,
-): Statement {
-  const q = new Query(d);
-  const where = ['wake_at IS NOT NULL', `wake_at <= ${q.param(instant(at))}`, `status = 'active'`];
-  if (shards) where.push(d.inJsonArray('shard', q.param(JSON.stringify(shards)), 'int'));
-  return q.statement(
-    `SELECT id FROM sessions WHERE ${where.join(' AND ')} ORDER BY wake_at LIMIT ${q.param(limit)}`,
-  );
-}
-
-/** The calls of `sessionIds` waiting for a decision (tool_calls_awaiting holds only those). */
-export function awaitingApproval(d: Dialect, sessionIds: readonly string[]): Statement {
-  const q = new Query(d);
-  const ids = d.inJsonArray('session_id', q.param(JSON.stringify(sessionIds)), 'text');
-  return q.statement(`SELECT * FROM tool_calls WHERE status = 'awaiting_approval' AND ${ids}
-    ORDER BY session_id, turn_id, step, position`);
-}
-
 /**
  * The session row's part of a write: the patch's columns (a column left out keeps its value), the added
  * messages' count, a new version and `updated_at`. Returns the new `messages_count`.
@@ -273,29 +250,6 @@ export function toolCallStatements(d: Dialect, write: SessionWrite, at: string):
         AND status IS NULL`);
   });
   return [...inserts, ...results];
-}
-
-/**
- * The decisions of one write, each on a call still awaiting approval (RETURNING its id: a statement that
- * returns no row met a call that was not waiting, and the driver undoes the write). An approved call goes
- * back to no status, to be run; a denied one is completed with its error result, next in the turn's order.
- */
-export function decisionStatements(d: Dialect, write: SessionWrite, at: string): Statement[] {
-  return (write.decisions ?? []).map((r) => {
-    const q = new Query(d);
-    // Parameters are added in the order the text reads them (SQLite's `?` is positional).
-    const result =
-      r.decision === 'denied'
-        ? `status = 'error', output = ${q.param(JSON.stringify(r.output ?? null))}, duration_ms = 0,
-        completed_at = ${q.param(at)}, completed_seq = (SELECT COALESCE(MAX(completed_seq), 0) + 1
-          FROM tool_calls WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)}),`
-        : 'status = NULL,';
-    return q.statement(`UPDATE tool_calls SET ${result}
-      decision = ${q.param(r.decision)}, decided_by = ${q.param(r.by)},
-      decision_reason = ${q.param(r.reason)}, decided_at = ${q.param(at)}, epoch = ${q.param(write.fence.epoch)}
-      WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)} AND id = ${q.param(r.id)}
-        AND status = 'awaiting_approval' RETURNING id`);
-  });
 }
 
 // --- feedback

@@ -2,80 +2,26 @@
 // generated clients, what its success answer is, and which error codes of the catalogue (src/errors.ts)
 // it can answer with, so that each status's description lists codes that exist and cannot drift.
 import { type ErrorCode, errorCatalogue } from '../../errors.ts';
+import {
+  A,
+  agent,
+  apiKey,
+  ending,
+  fileErrors,
+  type OperationDoc,
+  P,
+  session,
+  token,
+  turn,
+  upload,
+  webhooks,
+} from './operation-parts.ts';
+import { turnOperationDocs } from './turn-operations.ts';
 
-export interface OperationDoc {
-  /** camelCase, stable: a generated client's method name. */
-  id: string;
-  /** What the operation does and what a client must know of it (Markdown, a few sentences). */
-  description: string;
-  /** Description of the success answer. */
-  ok: string;
-  /** The catalogue codes the operation can answer with (a 422 body is declared by the route's schema). */
-  errors: readonly ErrorCode[];
-  /** A send honouring Idempotency-Key: a replayed answer carries Idempotent-Replayed. */
-  replays?: boolean;
-  /** Served unauthenticated (`security: []`). */
-  open?: boolean;
-}
+export { genericErrors, type OperationDoc } from './operation-parts.ts';
 
-/** What any operation may answer, from the framework, the process or the cluster rather than the operation. */
-export const genericErrors: readonly ErrorCode[] = [
-  'bad_request',
-  'request_timeout',
-  'payload_too_large',
-  'unsupported_media_type',
-  'shard_not_owned',
-  'headers_too_large',
-  'internal_error',
-  'service_unavailable',
-];
-
-const apiKey: ErrorCode[] = ['unauthorized', 'invalid_api_key', 'rate_limited'];
-const agent: ErrorCode[] = [...apiKey, 'agent_forbidden', 'agent_not_found'];
-const session: ErrorCode[] = [...apiKey, 'agent_forbidden', 'session_not_found', 'shard_moving'];
-const token: ErrorCode[] = [
-  'unauthorized',
-  'session_token_invalid',
-  'session_token_expired',
-  'forbidden',
-  'conversation_not_found',
-  'rate_limited',
-  'shard_moving',
-];
-/** What a turn may end in, besides its family's errors. */
-const turn: ErrorCode[] = [
-  'file_not_found',
-  'session_closed',
-  'session_expired',
-  'session_busy',
-  'session_message_limit_reached',
-  'idempotency_key_reused',
-  'agent_unavailable',
-  'agent_rejected',
-  'agent_misconfigured',
-  'agent_rate_limited',
-  'agent_timeout',
-  'turn_interrupted',
-  'approval_pending',
-];
-/** What a decision on a paused turn may answer, besides its family's errors and those of the turn going on. */
-const deciding: ErrorCode[] = [
-  'approval_not_pending',
-  'approval_forbidden',
-  ...turn.filter((code) => code !== 'idempotency_key_reused' && code !== 'file_not_found'),
-];
-const upload: ErrorCode[] = ['file_too_large', 'tenant_file_quota', 'unsupported_media_type'];
-/** A file of a conversation is the key's only where the key may use the conversation's agent. */
-const fileErrors: ErrorCode[] = [...apiKey, 'agent_forbidden', 'file_not_found'];
-const ending: ErrorCode[] = ['session_closed', 'session_expired'];
-/** Webhook endpoints are managed with a key for every agent. */
-const webhooks: ErrorCode[] = [...apiKey, 'forbidden'];
-
-const A = '/v1/agents';
-const P = '/v1/public/agents/conversations/{conversation_id}';
-
-/** Every documented operation, by `METHOD /path` as the document writes it. */
 export const operationDocs: Record<string, OperationDoc> = {
+  ...turnOperationDocs,
   'GET /healthz': {
     id: 'getHealth',
     description:
@@ -207,20 +153,6 @@ export const operationDocs: Record<string, OperationDoc> = {
     ok: "The agent's reply (201), or the approvals the paused turn waits for (202)",
     errors: [...session, ...turn],
     replays: true,
-  },
-  [`POST ${A}/sessions/{session_id}/turns/{turn_id}/approvals`]: {
-    id: 'decideApprovals',
-    description:
-      'Approves or denies tool calls the paused turn waits for (`decisions`: `call_id`, `approved`, an optional `reason` of up to 500 characters); decisions may come in several requests, and the turn goes on once every call of its step is decided. A decision is stored before anything runs; an approved call then runs once, a denied one never (the model is told `{ "error": "denied", "by", "reason" }`). Answers like `sendMessage`: 201 with the reply, or 202 while calls still wait; with `Accept: text/event-stream`, the turn\'s events after the pause it decided. A call that is not waiting (unknown, of another turn, decided otherwise, expired) is 409 `approval_not_pending` and nothing is applied; the same decision again is answered like the first.',
-    ok: "The agent's reply (201), the approvals the turn still waits for (202), or the turn's events (200)",
-    errors: [...session, ...deciding],
-  },
-  [`POST ${A}/sessions/{session_id}/turns/{turn_id}/cancel`]: {
-    id: 'cancelTurn',
-    description:
-      'Stops a running or paused turn: its model call is aborted, calls not yet sent are not sent, what it wrote so far is stored as its reply with `stop_reason: "cancelled"`, and the calls it waited for are denied; its stream ends with `turn.cancelled`. Answered once that is stored, with the turn as it is. Cancelling a finished turn changes nothing and answers it as it is (`completed`, `cancelled`, or `interrupted` when it ended without a reply).',
-    ok: 'The turn as it is, with its reply',
-    errors: [...session, 'turn_not_found'],
   },
   [`GET ${A}/sessions/{session_id}/messages`]: {
     id: 'listMessages',
@@ -354,19 +286,6 @@ export const operationDocs: Record<string, OperationDoc> = {
     ok: 'The reply as a UI message stream',
     errors: [...token, ...turn],
     replays: true,
-  },
-  [`POST ${P}/turns/{turn_id}/approvals`]: {
-    id: 'decideConversationApprovals',
-    description:
-      'The decisions of `decideApprovals`, by the end user: only calls whose approver is `user` may be decided here (403 `approval_forbidden` for an `operator` call), and only those are shown in the answers and events of this family.',
-    ok: "The agent's reply (201), the approvals the turn still waits for (202), or the turn's events (200)",
-    errors: [...token, ...deciding],
-  },
-  [`POST ${P}/turns/{turn_id}/cancel`]: {
-    id: 'cancelConversationTurn',
-    description: 'Stops a running or paused turn of the conversation, as `cancelTurn` does (a stop button).',
-    ok: 'The turn as it is, with its reply',
-    errors: [...token, 'turn_not_found'],
   },
   [`GET ${P}/turns/{turn_id}/events`]: {
     id: 'resumeConversationTurn',

@@ -278,14 +278,8 @@ export const postgresMigrations: readonly Migration[] = [
   {
     version: 10,
     name: 'approvals',
-    // A tool call that waits for a person's decision before it runs (docs/internals/decisions.md#approvals):
-    // its status is 'awaiting_approval' until then, with who may decide (approver) and until when
-    // (expires_at); the decision, who took it (user, operator, or system for an expiry or a cancel), why and
-    // when. An approved call goes back to no status (to be run), a denied one gets its error result. Only
-    // waiting calls are in the index that finds a session's pending approvals. A session with a paused turn
-    // has a wake_at: when its owner must act on it unasked (the first approval to expire; once every call
-    // of the step is decided, at once, in case the turn's process died before it went on), which the sweep
-    // looks for; null for every other session, so that they stay out of its index.
+    // As in SQLite: a call waiting for a decision, the decision, and a paused session's wake_at, compared as
+    // text in byte order (COLLATE "C") like every other instant the sweep reads.
     sql: `
       ALTER TABLE tool_calls ADD COLUMN approver TEXT;
       ALTER TABLE tool_calls ADD COLUMN expires_at TEXT COLLATE "C";

@@ -2,11 +2,11 @@
 // applies in its own transaction. A write whose fence is stale throws StaleEpochError, and the caller's
 // rollback leaves everything unchanged.
 import { SHARD_COUNT } from '../../shards.ts';
+import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
-  decisionStatements,
   insert,
   listSessions,
   patchSession,
@@ -14,7 +14,6 @@ import {
   recordIdempotencyKey,
   type Statement,
   sessionsDueForExpiry,
-  sessionsToWake,
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';

@@ -1,9 +1,11 @@
 // What SqliteStore keeps of a session's conversation besides the session row: messages (in `seq` order),
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // sqlite/sessions.ts).
+
+import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
-import { awaitingApproval, recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
+import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 

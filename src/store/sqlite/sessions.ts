@@ -1,17 +1,17 @@
 // Sessions of SqliteStore: shard claims, fenced inserts, reads, and the one session write that every commit
 // applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
+
+import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
 import {
-  decisionStatements,
   insert,
   listSessions,
   patchSession,
   recordIdempotencyKey,
   sessionsDueForExpiry,
-  sessionsToWake,
   sqliteDialect,
   storeIdempotencyResponse,
   toolCallStatements,
