@@ -113,6 +113,9 @@ export const cancelledOutput = {
   message: 'The turn was cancelled before this call was made.',
 };
 
+/** A stored call with its result. */
+export const hasResult = (c: StepCall) => 'status' in c && (c.status === 'ok' || c.status === 'error');
+
 /** A call that waits for its decision: a new one committed so, or a stored one still waiting. */
 export const isWaiting = (c: StepCall): boolean =>
   'status' in c ? c.status === 'awaiting_approval' : c.approval !== undefined;

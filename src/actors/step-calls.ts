@@ -50,11 +50,16 @@ export class StepCalls {
   }
 
   /**
-   * A cancelled turn's step: `calls` that have no result are never sent (each gets the error result of a
-   * cancelled call) and the waiting ones are denied, in one commit.
+   * A cancelled turn's step: of `toRun`, those without a result are never sent (each gets the error result of
+   * a cancelled call), and `denials` deny the step's waiting calls, in one commit; told when `tell`.
    */
-  async cancel(calls: readonly StepCall[], denials: readonly ToolCallDecision[]): Promise<void> {
-    const unsent = calls.filter((c) => !('status' in c) || c.status === null);
+  async cancel(
+    step: readonly StepCall[],
+    toRun: readonly StepCall[],
+    denials: readonly ToolCallDecision[],
+    tell: boolean,
+  ): Promise<void> {
+    const unsent = toRun.filter((c) => !('status' in c) || c.status === null);
     if (unsent.length === 0 && denials.length === 0) return;
     const turn_id = this.#turn.turnId;
     await this.#context.commit({
@@ -68,27 +73,16 @@ export class StepCalls {
       decisions: [...denials],
       ...(denials.length > 0 ? { event: { type: 'DECIDED', callIds: denials.map((d) => d.id) } } : {}),
     });
-    for (const c of unsent) {
-      this.summaries.push({
-        id: c.id,
-        name: c.name,
-        input: c.input,
-        status: 'error',
-        output: cancelledOutput,
-        duration_ms: 0,
-      });
-    }
-    for (const d of denials) {
-      const call = calls.find((c) => c.id === d.id);
-      if (call)
-        this.summaries.push({
-          id: d.id,
-          name: call.name,
-          input: call.input,
-          status: 'error',
-          output: d.output,
-          duration_ms: 0,
-        });
+    const ended = [
+      ...unsent.map((c) => ({ call: c, output: cancelledOutput as unknown })),
+      ...denials.flatMap((d) =>
+        step.filter((c) => c.id === d.id).map((c) => ({ call: c, output: d.output })),
+      ),
+    ];
+    for (const { call, output } of ended) {
+      const { id, name, input } = call;
+      this.summaries.push({ id, name, input, status: 'error', output, duration_ms: 0 });
+      if (tell) this.#context.observer?.toolCompleted?.({ call_id: id, name, status: 'error', output });
     }
   }
 

@@ -17,6 +17,7 @@ import {
   type Approval,
   approvalOf,
   awaitingWhereNeeded,
+  hasResult,
   isWaiting,
   pausedTurnOf,
   runnable,
@@ -229,15 +230,17 @@ class StepLoop {
       }
     }
     const toRun = runnable(calls);
-    // Cancelled before they were sent: none of them will be.
+    const denials = () => systemDenials(this.#turn.turnId, approvals, 'cancelled');
+    // Cancelled before they were sent: none of them will be (results stored already are kept).
     if (this.#context.cancelled()) {
-      await this.#calls.cancel(toRun, systemDenials(this.#turn.turnId, approvals, 'cancelled'));
+      await this.#calls.settle(toRun.filter(hasResult), tell);
+      await this.#calls.cancel(calls, toRun, denials(), tell);
       return null;
     }
     const results = await this.#calls.settle(toRun, tell);
     if (approvals.length > 0) {
       if (this.#context.cancelled()) {
-        await this.#calls.cancel([], systemDenials(this.#turn.turnId, approvals, 'cancelled'));
+        await this.#calls.cancel(calls, [], denials(), tell);
         return null;
       }
       if (tell) observer?.paused?.(step, approvals);

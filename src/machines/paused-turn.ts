@@ -38,9 +38,9 @@ export const pausedMovesOn: Guard = ({ context, event }) =>
   !context.queue.some((o) => o.id === resumeOpId(context.sessionId));
 
 /** The paused turn once `callIds` are decided: they wait no more. */
-export const decided = (paused: PausedTurn | null, callIds: readonly string[]): PausedTurn | null =>
+export const decided = (paused: PausedTurn | undefined, callIds: readonly string[]): PausedTurn | undefined =>
   paused && { ...paused, waiting: paused.waiting.filter((call) => !callIds.includes(call.id)) };
 
 /** The paused turn after `event`: a step that makes calls wait pauses it (TOOLS_CALLED with `paused`). */
-export const pausedAfter = (context: SessionContext, event: SessionEvent): PausedTurn | null =>
+export const pausedAfter = (context: SessionContext, event: SessionEvent): PausedTurn | undefined =>
   event.type === 'TOOLS_CALLED' && event.paused ? event.paused : context.paused;

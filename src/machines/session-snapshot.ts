@@ -29,7 +29,7 @@ function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
   const { value, context } = snapshot;
   if (typeof value === 'string' || snapshot.status !== 'active') return null;
   // A paused turn, and the events that pause one, take the machine (rare: only turns that wait for approvals).
-  if ((context.paused ?? null) !== null) return null;
+  if (context.paused !== undefined) return null;
   let { inactivity } = value.active;
   let { expiresAt } = context;
   switch (event?.type) {
@@ -63,7 +63,7 @@ function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
       inflight: {},
       steps: 0,
       pendingCalls: 0,
-      paused: null,
+      paused: undefined,
     },
     children: {},
   };
@@ -72,7 +72,7 @@ function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
 /** persistedSnapshot through the machine itself: a stand-in actor restored from the settled snapshot. */
 export function persistedByMachine(snapshot: SessionSnapshot, event?: SessionEvent): string {
   const { value, context } = snapshot;
-  const paused = context.paused ?? null;
+  const { paused } = context;
   const turn = paused ? 'paused' : 'idle';
   const settled = sessionMachine.resolveState({
     value: typeof value === 'string' ? value : { active: { ...value.active, turn } },

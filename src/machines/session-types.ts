@@ -77,8 +77,11 @@ export interface SessionContext {
   steps: number;
   /** Tool calls of the current step whose results are not committed yet. */
   pendingCalls: number;
-  /** The turn waiting for approvals (or, all decided, to go on); null when no turn is paused. */
-  paused: PausedTurn | null;
+  /**
+   * The turn waiting for approvals (or, all decided, to go on); absent when no turn is paused, so that the
+   * snapshot of every other session stores nothing of it.
+   */
+  paused?: PausedTurn | undefined;
 }
 
 export type SessionEvent =

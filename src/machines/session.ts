@@ -58,7 +58,7 @@ export const sessionMachine = setup({
     stepped: assign(({ context, event }) => ({
       steps: context.steps + 1,
       pendingCalls: event.type === 'TOOLS_CALLED' ? event.calls : 0,
-      paused: pausedAfter(context, event),
+      ...(event.type === 'TOOLS_CALLED' && event.paused ? { paused: event.paused } : {}),
     })),
     clearOperations: assign({
       queue: [],
@@ -66,11 +66,11 @@ export const sessionMachine = setup({
       inflight: {},
       steps: 0,
       pendingCalls: 0,
-      paused: null,
+      paused: undefined,
     }),
     applyActivity: assign(({ context, event }) =>
       event.type === 'ACTIVITY'
-        ? { expiresAt: event.expiresAt, paused: event.turnEnded ? null : context.paused }
+        ? { expiresAt: event.expiresAt, ...(event.turnEnded ? { paused: undefined } : {}) }
         : {},
     ),
   },
@@ -85,9 +85,8 @@ export const sessionMachine = setup({
     queueFull: ({ context }) => context.queue.length >= context.maxWaiting,
     pastExpiry: ({ context, event }) => event.type === 'SUBMIT' && event.at >= context.expiresAt,
     hasQueued: ({ context }) => context.queue.length > 0,
-    // A snapshot stored before turns could pause has no `paused` at all.
-    hasPaused: ({ context }) => (context.paused ?? null) !== null,
-    notPaused: ({ context }) => (context.paused ?? null) === null,
+    hasPaused: ({ context }) => context.paused !== undefined,
+    notPaused: ({ context }) => context.paused === undefined,
     pausedRefuses,
     pausedMovesOn,
     isCancel,
@@ -110,7 +109,6 @@ export const sessionMachine = setup({
     inflight: {},
     steps: 0,
     pendingCalls: 0,
-    paused: null,
   }),
   initial: 'active',
   states: {
@@ -175,12 +173,13 @@ export const sessionMachine = setup({
         ACTIVITY: { actions: 'applyActivity' },
         // Outside a running turn (the stored snapshot's stand-in): only what it pauses counts.
         TOOLS_CALLED: {
-          actions: assign(({ context, event }) => ({ paused: event.paused ?? context.paused })),
+          guard: ({ event }) => event.paused !== undefined,
+          actions: assign(({ context, event }) => ({ paused: pausedAfter(context, event) })),
         },
         DECIDED: {
           actions: assign(({ context, event }) => ({ paused: decided(context.paused, event.callIds) })),
         },
-        TURN_ENDED: { actions: assign({ paused: null }) },
+        TURN_ENDED: { actions: assign({ paused: undefined }) },
         CLOSED: {
           target: 'closed',
           actions: [

@@ -35,7 +35,6 @@ function settledContext(overrides: Partial<SessionContext> = {}): SessionContext
     inflight: {},
     steps: 0,
     pendingCalls: 0,
-    paused: null,
     ...overrides,
   };
 }
