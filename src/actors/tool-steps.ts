@@ -11,6 +11,7 @@ import type { ModelMessage, ModelReply, ModelToolSpec, Usage } from '../agents/p
 import { AppError } from '../errors.ts';
 import { mayCallTools } from '../machines/session.ts';
 import type { StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type { AgentTools } from '../tools/agent-tools.ts';
 import { turnAwaitingEvent } from '../webhooks/webhook-events.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
 import {
@@ -106,7 +107,7 @@ export async function runSteps(
 class StepLoop {
   readonly #context: OperationContext;
   readonly #turn: StepsTurn;
-  readonly #deps: OperationDeps;
+  readonly #tools: AgentTools | undefined;
   /** The step's calls as they are made, and every call's result so far. */
   readonly #calls: StepCalls;
   /** The turn's steps after its history, as the model is shown them: each step's calls, then their results. */
@@ -117,9 +118,9 @@ class StepLoop {
   #text = '';
 
   constructor(deps: OperationDeps, context: OperationContext, turn: StepsTurn) {
-    this.#deps = deps;
     this.#context = context;
     this.#turn = turn;
+    this.#tools = deps.tools.get(turn.agent.id);
     this.#calls = new StepCalls(deps, context, turn);
   }
 
@@ -146,7 +147,7 @@ class StepLoop {
 
   /** One model call, its text streamed as it comes: the calls it asks for, or the end of the turn. */
   async askModel(): Promise<ModelStep> {
-    const specs = this.#deps.tools.get(this.#turn.agent.id)?.specs() ?? [];
+    const specs = this.#tools?.specs() ?? [];
     const snapshot = this.#context.entry.actor.getSnapshot();
     const choice = mayCallTools(snapshot, this.#turn.agent.max_steps) ? 'auto' : 'none';
     const before = this.#text;

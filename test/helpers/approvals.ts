@@ -6,15 +6,9 @@ import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, type TestContext } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/app.ts';
-import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../src/auth/api-keys.ts';
-import { loadConfig } from '../../src/config.ts';
-import { newId } from '../../src/ids.ts';
 import { PostgresStore } from '../../src/store/postgres/store.ts';
-import { SqliteStore } from '../../src/store/sqlite/store.ts';
-import type { Store } from '../../src/store/store.ts';
-import { makeTempDir, type TestApp } from './app.ts';
-import { createTestDatabase } from './postgres.ts';
+import { buildTestApp, makeTempDir, type TestApp } from './app.ts';
+import { createTestDatabase, type TestDatabase } from './postgres.ts';
 import { client } from './sessions.ts';
 import { startToolReceiver, type ToolReceiver } from './tool-receiver.ts';
 
@@ -63,57 +57,34 @@ export async function buildApprovalApp(
   kind: StoreKind,
 ): Promise<ApprovalApp | { skip: string }> {
   const receiver = await startToolReceiver(t);
-  const dataDir = await makeTempDir('parley-approvals-');
-  const agentsFile = join(dataDir, 'agents.json');
+  const dir = await makeTempDir('parley-approvals-');
+  const agentsFile = join(dir, 'agents.json');
   await writeFile(agentsFile, JSON.stringify({ agents: approvalAgents(receiver.url) }));
-  let store: Store;
-  let dropDb = async () => {};
+  let pg: TestDatabase | undefined;
   if (kind === 'postgres') {
     const created = await createTestDatabase();
     if (created.db === null) return { skip: created.reason };
-    const db = created.db;
-    dropDb = () => db.drop();
-    store = new PostgresStore(db.url);
-  } else store = new SqliteStore(join(dataDir, 'parley.db'));
-  const config = loadConfig({
-    PARLEY_DATA_DIR: dataDir,
-    PARLEY_AGENTS_FILE: agentsFile,
-    PARLEY_TOKEN_SECRET: 'approvals-test-secret-0123456789abcdef',
-    // Webhooks to a receiver on loopback, and a sweep every second (it applies expired approvals).
-    PARLEY_WEBHOOK_ALLOW_PRIVATE: 'true',
-    PARLEY_SWEEP_SECONDS: '1',
-    LOG_LEVEL: 'silent',
-  });
-  const app = await buildApp(config, { store });
-  await app.ready();
-  const createKey = async (tenant: string, agents: string[] = ['*']) => {
-    if (!(await store.getTenant(tenant))) await store.createTenant(tenant, tenant);
-    const key = generateApiKey();
-    await store.createApiKey({
-      id: newId('key'),
-      tenant_id: tenant,
-      hash: hashApiKey(key),
-      prefix: apiKeyPrefix(key),
-      agents,
-    });
-    return key;
-  };
-  const apiKey = await createKey('t1');
-  const built: ApprovalApp = {
-    app,
-    store,
-    dataDir,
-    apiKey,
-    createKey,
+    pg = created.db;
+  }
+  const built = await buildTestApp(
+    {
+      PARLEY_AGENTS_FILE: agentsFile,
+      PARLEY_TOKEN_SECRET: 'approvals-test-secret-0123456789abcdef',
+      // Webhooks to a receiver on loopback, and a sweep every second (it applies expired approvals).
+      PARLEY_WEBHOOK_ALLOW_PRIVATE: 'true',
+      PARLEY_SWEEP_SECONDS: '1',
+    },
+    pg ? () => new PostgresStore(pg.url) : undefined,
+  );
+  return {
+    ...built,
     receiver,
     async close() {
-      await app.close();
-      await store.close();
-      await dropDb();
-      await rm(dataDir, { recursive: true, force: true });
+      await built.close();
+      await pg?.drop();
+      await rm(dir, { recursive: true, force: true });
     },
   };
-  return built;
 }
 
 /** Requests about one session's turns, with the API key `key` (default: the app's). */
