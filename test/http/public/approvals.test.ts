@@ -131,6 +131,22 @@ perStore('approvals in the public family', pgMissing, (t) => {
     ]);
   });
 
+  it('streams a decision made with the token: the turn going on, without tool events', async () => {
+    const c = await openConversation(t, 'shop');
+    const turn = pausedTurn(await c.pub.post('/messages', { content: call('email', 'streamed') }));
+    const res = await c.pub.post(
+      `/turns/${turn.id}/approvals`,
+      { decisions: [{ call_id: turn.approvals[0]?.call_id, approved: true }] },
+      { accept: 'text/event-stream' },
+    );
+    assert.equal(res.statusCode, 200, res.body);
+    const events = parseSse(res.body).events;
+    assert.deepEqual(namesOf(events), ['message.delta', 'message.completed', 'turn.completed']);
+    const message = events.at(-2)?.data.message as unknown as Record<string, unknown>;
+    assert.equal('metadata' in message, false);
+    assert.equal(callsOf(t.receiver, c.id, 'email').length, 1);
+  });
+
   it('cancels a paused turn with the token: 200 cancelled, its waiting calls denied, nothing sent', async () => {
     const c = await openConversation(t, 'shop');
     const turn = pausedTurn(await c.pub.post('/messages', { content: call('email', 'stop') }));

@@ -80,6 +80,10 @@ perStore('a paused turn, ended otherwise', pgMissing, (t) => {
       409,
       'session_closed',
     );
+    // The closed session's turn is answered as it is stored.
+    const cancelled = await turns.cancel(turn.id);
+    assert.equal(cancelled.statusCode, 200, cancelled.body);
+    assert.deepEqual(cancelled.json().turn, { id: turn.id, status: 'cancelled', approvals: [] });
     assert.deepEqual(callsOf(t.receiver, s.id), []);
   });
 
