@@ -72,11 +72,17 @@ export class TurnActions {
   /** The calls waiting for decisions, by session (Session.pending_approvals). */
   async pendingApprovals(sessionIds: readonly string[]): Promise<Map<string, Approval[]>> {
     const waiting = new Map<string, Approval[]>();
+    const expired = new Set<string>();
+    const now = new Date().toISOString();
     for (const call of await this.options.store.awaitingApproval(sessionIds)) {
       const approval = approvalOf(call);
       if (!approval) continue;
-      waiting.set(call.session_id, [...(waiting.get(call.session_id) ?? []), approval]);
+      // Its time ran out: it counts as denied already, and reading it is a use that applies the denial.
+      if (approval.expires_at <= now) expired.add(call.session_id);
+      else waiting.set(call.session_id, [...(waiting.get(call.session_id) ?? []), approval]);
     }
+    // Where this process owns the session; elsewhere its owner's sweep does it.
+    for (const id of expired) void this.options.host.wake(id).catch(() => {});
     return waiting;
   }
 

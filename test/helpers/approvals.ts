@@ -23,7 +23,10 @@ export const receiverTool = (url: string, name: string, approval?: 'user' | 'ope
   ...(approval ? { approval } : {}),
 });
 
-/** The agents of the tests: `shop`, the same exposing its tools, one whose approvals expire at once, a slow one. */
+/**
+ * The agents of the tests: `shop`, the same exposing its tools, one whose approvals expire at once, a slow one,
+ * and one whose sessions expire a second after their last message.
+ */
 export const approvalAgents = (url: string) => {
   const tools = [
     receiverTool(url, 'refund', 'operator'),
@@ -35,6 +38,7 @@ export const approvalAgents = (url: string) => {
     { id: 'shop-open', tools, expose_tools: true },
     { id: 'shop-quick', tools, approval_timeout_seconds: 1 },
     { id: 'shop-slow', tools, scripted: { token_delay_ms: 25 } },
+    { id: 'shop-brief', tools, session_ttl: 1 },
   ];
 };
 

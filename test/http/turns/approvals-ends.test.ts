@@ -1,7 +1,7 @@
 // How a paused turn ends besides decisions (docs/guides/approvals.md), on SQLite and PostgreSQL: a call nobody
 // decides in time is denied (reason expired) on the next use of the session or by the sweep, and the turn
-// goes on; terminate ends the turn; a run whose turn waits answers 202; turn.awaiting_approval is reported to
-// webhooks.
+// goes on; terminate and the session's expiry end the turn; a run whose turn waits answers 202;
+// turn.awaiting_approval is reported to webhooks.
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import {
@@ -85,6 +85,31 @@ perStore('a paused turn, ended otherwise', pgMissing, (t) => {
     assert.equal(cancelled.statusCode, 200, cancelled.body);
     assert.deepEqual(cancelled.json().turn, { id: turn.id, status: 'cancelled', approvals: [] });
     assert.deepEqual(callsOf(t.receiver, s.id), []);
+  });
+
+  it("is ended by the session's expiry: its waiting call denied, the text so far its reply", async () => {
+    const s = await createSession(t, 'shop-brief');
+    const turns = turnsOf(t, s.id);
+    pausedTurn(await turns.send(call('email', 'too late')));
+    await waitFor('the session expired', async () => (await turns.session()).json().status === 'expired');
+    const messages = (await client(t).get(`/v1/agents/sessions/${s.id}/messages`)).json().items;
+    const reply = messages.at(-1);
+    assert.equal(reply.stop_reason, 'cancelled');
+    assert.deepEqual(reply.tool_calls[0].output, { error: 'denied', by: 'user', reason: 'closed' });
+    assert.deepEqual((await turns.session()).json().pending_approvals, []);
+    assert.deepEqual(callsOf(t.receiver, s.id), []);
+  });
+
+  it('no longer lists an expired call as pending, and reading the session moves its turn on', async () => {
+    const s = await createSession(t, 'shop-quick');
+    const turns = turnsOf(t, s.id);
+    const turn = pausedTurn(await turns.send(call('email', 'read')));
+    await waitFor(
+      'the approval expired',
+      () => Date.now() > Date.parse(approvalOf(turn, 'email').expires_at),
+    );
+    assert.deepEqual((await turns.session()).json().pending_approvals, []);
+    await waitFor('the turn went on', async () => (await turns.session()).json().messages_count === 2);
   });
 
   it('is moved on by the sweep once its call expired, though nobody uses the session', async () => {
