@@ -68,7 +68,7 @@ export const sessionMachine = setup({
       pendingCalls: 0,
       paused: undefined,
     }),
-    applyActivity: assign(({ context, event }) =>
+    applyActivity: assign(({ event }) =>
       event.type === 'ACTIVITY'
         ? { expiresAt: event.expiresAt, ...(event.turnEnded ? { paused: undefined } : {}) }
         : {},

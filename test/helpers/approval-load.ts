@@ -60,7 +60,7 @@ export function startApprovalLoad(o: {
       { 'idempotency-key': `${session}-a${seq}` },
       index + seq,
     );
-    if (!sent || sent.status !== 202) return fail(session, seq, 'send', sent);
+    if (sent?.status !== 202) return fail(session, seq, 'send', sent);
     const turnId = String(sent.body.turn.id);
     const approvals = sent.body.turn.approvals as { call_id: string; tool: string }[];
     const idOf = (tool: string) => approvals.find((a) => a.tool === tool)?.call_id ?? '';
@@ -74,7 +74,7 @@ export function startApprovalLoad(o: {
       {},
       index + seq + 1,
     );
-    if (!decided || decided.status !== 201) return fail(session, seq, 'decision', decided);
+    if (decided?.status !== 201) return fail(session, seq, 'decision', decided);
     acked.push({
       session,
       seq,

@@ -210,13 +210,21 @@ export async function startToolReceiver(
     openGate,
     dropped: (count) =>
       new Promise<void>((resolve) => {
-        const done = () => droppedAtGate >= count && (resolve(), true);
+        const done = () => {
+          if (droppedAtGate < count) return false;
+          resolve();
+          return true;
+        };
         if (!done()) gateWaiters.push(done);
       }),
     nextGated: () =>
       new Promise<void>((resolve) => {
         const seen = atGate.size;
-        gateWaiters.push(() => atGate.size > seen && (resolve(), true));
+        gateWaiters.push(() => {
+          if (atGate.size <= seen) return false;
+          resolve();
+          return true;
+        });
       }),
     keysOf: (match) => [...new Set(requests.filter(match).map((r) => r.key))],
     async close() {
