@@ -63,6 +63,21 @@ export const errorCatalogue = {
     name: 'SessionMessageLimitReachedError',
     message: 'The session has reached its message limit.',
   },
+  approval_not_pending: {
+    status: 409,
+    name: 'ApprovalNotPendingError',
+    message: 'This tool call is not waiting for a decision.',
+  },
+  approval_pending: {
+    status: 409,
+    name: 'ApprovalPendingError',
+    message: 'A turn of this session waits for decisions on its tool calls; decide or cancel it first.',
+  },
+  approval_forbidden: {
+    status: 403,
+    name: 'ApprovalForbiddenError',
+    message: 'Only the integrator (an API key) may decide this tool call.',
+  },
   headers_too_large: {
     status: 431,
     name: 'HeadersTooLargeError',
@@ -193,6 +208,10 @@ export const shardMoving = (context?: Record<string, unknown>, cause?: unknown) 
 /** 503 service_unavailable: this process cannot serve now (draining, cut off, closing); another may. */
 export const serviceUnavailable = (message: string, cause?: unknown) =>
   new AppError('service_unavailable', message, { headers: { 'retry-after': '1' }, cause });
+
+/** 409 approval_pending: turn `turnId` waits for decisions on `callIds` (those the caller may see). */
+export const approvalPending = (turnId: string, callIds: readonly string[]) =>
+  new AppError('approval_pending', undefined, { context: { turn_id: turnId, call_ids: [...callIds] } });
 
 export const sessionNotFound = (sessionId: string) =>
   new AppError('session_not_found', undefined, { context: { session_id: sessionId } });

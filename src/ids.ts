@@ -19,7 +19,9 @@ export type IdPrefix =
   | 'call'
   | 'wh'
   | 'whd'
-  | 'evt';
+  | 'evt'
+  // An operation of a session that is no turn of its own (a decision, a cancel, a paused turn going on).
+  | 'op';
 
 /**
  * `prefix_`, the time in milliseconds (7 characters of base 62, in ASCII order, so ids of one kind sort by

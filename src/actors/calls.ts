@@ -1,8 +1,19 @@
 // Who waits on which operation, and answering them: with the operation's result, with the result of the
-// operation a duplicate joined (same Idempotency-Key, same request), or with an error. A streamed turn's
+// operation a duplicate joined (same Idempotency-Key, same request), or with an error (the machine's own
+// answers are provided here too). A streamed turn's
 // observer stays with its call until the turn ends. Calls are kept by kind so that each waiter gets its
 // kind's result type.
-import type { OperationKind, OperationRef } from '../machines/session.ts';
+import type { AnyActorRef } from 'xstate';
+import { AppError, approvalPending } from '../errors.ts';
+import { waitingCallIds } from '../machines/paused-turn.ts';
+import {
+  type OperateInput,
+  type OperationKind,
+  type OperationRef,
+  type SessionMachine,
+  type SessionStatus,
+  sessionMachine,
+} from '../machines/session.ts';
 import { captureTraceContext } from '../tracing/tracer.ts';
 import type { TurnObserver } from './operation-context.ts';
 import type { Operation, ResultOf } from './operations.ts';
@@ -28,6 +39,9 @@ export class Calls {
     inactivity: new Map(),
     terminate: new Map(),
     expire: new Map(),
+    decide: new Map(),
+    resume: new Map(),
+    cancel: new Map(),
   };
 
   /** Waits for the answer to `op`; a second call with the same id (an expiry) waits for the same answer. */
@@ -40,11 +54,18 @@ export class Calls {
     });
   }
 
-  /** The call of an operation the machine starts. An expiry it queued by itself has no caller: it gets one. */
+  /**
+   * The call of an operation the machine starts. An expiry or a resume it queued by itself has no caller: it
+   * gets one.
+   */
   get<K extends OperationKind>(ref: { id: string; kind: K }): Call<K> | undefined {
     if (ref.kind === 'expire' && !this.#byKind.expire.has(ref.id)) {
       const op = { id: ref.id, kind: 'expire' as const, payload: null };
       this.#byKind.expire.set(ref.id, { op, observer: undefined, waiters: [] });
+    }
+    if (ref.kind === 'resume' && !this.#byKind.resume.has(ref.id)) {
+      const op = { id: ref.id, kind: 'resume' as const, payload: null };
+      this.#byKind.resume.set(ref.id, { op, observer: undefined, waiters: [] });
     }
     const calls: Map<string, Call<K>> = this.#byKind[ref.kind];
     return calls.get(ref.id);
@@ -76,4 +97,39 @@ export class Calls {
     if (joined) joined.waiters.push(...joining.waiters);
     else for (const waiter of joining.waiters) waiter.reject(new Error(`Joined ${target}, which is gone`));
   }
+}
+
+export const statusError = (status: SessionStatus, sessionId: string) =>
+  new AppError(status === 'closed' ? 'session_closed' : 'session_expired', undefined, {
+    context: { session_id: sessionId },
+  });
+
+/**
+ * The machine with the host's side effects: `operate` runs operations, and the machine's refusals answer the
+ * callers of `calls`. One for all sessions (providing is costly); an operation finds its session's entry by id.
+ */
+export function answeringMachine(
+  calls: Calls,
+  operate: (args: { self: AnyActorRef }, input: OperateInput) => void,
+): SessionMachine {
+  return sessionMachine.provide({
+    actions: {
+      operate,
+      reject: ({ context }, { op, code }) =>
+        calls.reject(
+          op,
+          code === 'approval_pending'
+            ? approvalPending(context.paused?.turnId ?? '', waitingCallIds(context.paused, op.by))
+            : new AppError(code, undefined, {
+                context: { session_id: context.sessionId },
+                ...(code === 'session_busy' ? { headers: { 'retry-after': '1' } } : {}),
+              }),
+        ),
+      join: (_, { op, target }) => calls.join(op, target),
+      rejectAll: ({ context }, { ops, code }) => {
+        const status = code === 'session_closed' ? 'closed' : 'expired';
+        for (const op of ops) calls.reject(op, statusError(status, context.sessionId));
+      },
+    },
+  });
 }

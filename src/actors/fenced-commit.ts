@@ -63,7 +63,8 @@ export async function commitFenced(
   // An event costs a whole machine transition; an operation's closing activity rides on its DONE, a few
   // microtasks later. In between the actor still has the lifetime of the turn's first commit: an expiry
   // submitted then waits behind the turn and checks the lifetime again when it runs (operations.ts).
-  if (last && event?.type === 'ACTIVITY' && !event.byUser) entry.doneExpiresAt = event.expiresAt;
+  if (last && event?.type === 'ACTIVITY' && !event.byUser && !event.turnEnded)
+    entry.doneExpiresAt = event.expiresAt;
   else if (event) entry.actor.send(event);
   return result;
 }

@@ -6,13 +6,14 @@ import type { Catalogue } from '../agents/catalogue.ts';
 import type { TurnFiles } from '../agents/model-messages.ts';
 import type { Provider } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
-import type { SessionEvent } from '../machines/session.ts';
+import type { Approver, SessionEvent } from '../machines/session.ts';
 import type { MessageRecord, SessionWrite, SessionWriteResult, Store } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
 import type { Reservation } from './admission.ts';
 import type { KeyLookup } from './idempotency.ts';
 import type { SessionEntry } from './resident-actors.ts';
+import type { Approval } from './step-approvals.ts';
 
 /** One operation as its runner sees it: `P` is its kind's payload. */
 export interface OperationOf<P> {
@@ -22,6 +23,8 @@ export interface OperationOf<P> {
   idempotency?: KeyLookup;
   /** The memory reserved for it (a turn's: admission.ts), which it resizes as it learns what it holds. */
   reservation?: Reservation;
+  /** Through which family it came: the public one (`user`) is told only of its own waiting calls. */
+  by?: Approver;
 }
 
 /**
@@ -48,6 +51,16 @@ export interface TurnObserver {
   toolStarted?(call: { call_id: string; name: string; input: unknown }): void;
   /** A tool call's result is committed. */
   toolCompleted?(call: { call_id: string; name: string; status: 'ok' | 'error'; output: unknown }): void;
+  /** A tool call is committed to wait for a decision (told where a tool call would be started). */
+  approvalRequested?(approval: Approval): void;
+  /** The turn's step `step` waits for decisions on `approvals`: the turn pauses, and this turn's part ends. */
+  paused?(step: number, approvals: Approval[]): void;
+  /**
+   * The stored turn `turnId` goes on (a decision, a keyed retry), its reply to have id `replyId`: what it told
+   * before is in the store, and what is told from now on follows it. An observer that can read the turn from
+   * the store implements it; without it, the committed steps are told again through the other methods.
+   */
+  continued?(turnId: string, replyId: string): Promise<void>;
 }
 
 export interface OperationContext {
@@ -56,10 +69,16 @@ export interface OperationContext {
   readonly observer: TurnObserver | undefined;
   /** Commits `change` with the shard's fence; the entry and its actor follow once it is written. */
   commit(change: SessionChange): Promise<SessionWriteResult>;
-  /** Aborted when the host shuts down. */
+  /** Aborted when the host shuts down (a tool call in flight gives up only then). */
   readonly signal: AbortSignal;
   /** The memory reserved for the operation, if any (a turn's: admission.ts). */
   readonly reservation?: Reservation | undefined;
+  /** Aborted when the host shuts down or the running turn is cancelled: what a model call listens to. */
+  readonly turnSignal: AbortSignal;
+  /** Whether the turn this operation runs was cancelled (docs/internals/decisions.md#cancel). */
+  cancelled(): boolean;
+  /** The operation runs turn `turnId` from now on: a cancel naming it aborts it. */
+  runsTurn(turnId: string): void;
 }
 
 /** What the operations use besides their context. */

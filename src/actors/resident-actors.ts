@@ -24,6 +24,15 @@ export interface SessionEntry {
   keyedCommits: number;
   /** The lifetime the running operation's last commit stored, for its DONE to apply (fenced-commit.ts). */
   doneExpiresAt?: number;
+  /** The turn an operation of the session runs now, for a cancel to reach it (session-host.ts). */
+  running?: RunningTurn;
+}
+
+/** A turn being run: which one, and how a cancel stops it. */
+export interface RunningTurn {
+  turnId: string;
+  /** Aborts its model call; the turn ends with what it has (docs/internals/decisions.md#cancel). */
+  cancel(): void;
 }
 
 /** Why an actor left memory (the `reason` label of parley_actor_passivations_total). */
@@ -40,6 +49,8 @@ export interface ResidentActorsOptions {
   /** The bytes the process keeps for its sessions: their histories count against it. */
   resident: ResidentBytes;
   maxWaiting?: number;
+  /** An actor was activated from the store and started. */
+  activated?(entry: SessionEntry): void;
 }
 
 export class ResidentActors {
@@ -133,6 +144,7 @@ export class ResidentActors {
     // In the map before it starts: its operations find their entry by session id.
     this.#entries.set(sessionId, entry);
     actor.start();
+    this.#o.activated?.(entry);
     this.#o.metrics.activations.inc();
     this.#evictOverCap(sessionId);
     this.#o.metrics.resident.set(this.#entries.size);

@@ -5,13 +5,16 @@ import type { SessionChange } from './operation-context.ts';
 
 type Transition = Required<Pick<SessionChange, 'patch' | 'event'>>;
 
-/** Messages were stored at `at`: the session lives `ttlMs` from then; one by the user ends a warning. */
-export function activity(at: string, ttlMs: number, byUser: boolean): Transition {
+/**
+ * Messages were stored at `at`: the session lives `ttlMs` from then; one by the user ends a warning. The
+ * reply that ends a paused turn (`endsPaused`) ends the paused state too, and the session's wake_at.
+ */
+export function activity(at: string, ttlMs: number, byUser: boolean, endsPaused = false): Transition {
   const expiresAt = Date.parse(at) + ttlMs;
-  return {
-    patch: { last_message_at: at, expires_at: new Date(expiresAt).toISOString() },
-    event: { type: 'ACTIVITY', expiresAt, byUser },
-  };
+  const patch = { last_message_at: at, expires_at: new Date(expiresAt).toISOString() };
+  return endsPaused
+    ? { patch: { ...patch, wake_at: null }, event: { type: 'ACTIVITY', expiresAt, byUser, turnEnded: true } }
+    : { patch, event: { type: 'ACTIVITY', expiresAt, byUser } };
 }
 
 /** The inactivity warning was stored. Not activity: the session's lifetime stays where it was. */

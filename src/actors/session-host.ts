@@ -1,19 +1,21 @@
 // The session actor host: one XState actor per session this process owns. A caller's operation goes to the
 // session's actor, which queues it and starts one at a time; the host runs it (operations.ts) and answers its
-// callers. The parts: the resident actors (resident-actors.ts), who waits on what (calls.ts), the fenced
-// commit (fenced-commit.ts) and the sweeper (sweeper.ts).
+// callers. A paused turn that can go on is moved on when its actor is activated, after each operation and by
+// the sweep; a cancel reaches the turn it names while it runs. The parts: the resident actors
+// (resident-actors.ts), who waits on what (calls.ts), the fenced commit (fenced-commit.ts), what stops a turn
+// (turn-controls.ts) and the sweeper (sweeper.ts).
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AnyActorRef } from 'xstate';
 import type { Coordinator, ShardHandler } from '../cluster/coordinator.ts';
 import { AppError, serviceUnavailable, sessionNotFound, shardMoving } from '../errors.ts';
+import { canMoveOn, resumeOpId } from '../machines/paused-turn.ts';
 import {
   type OperateInput,
   type OperationKind,
   type OperationRef,
   type SessionMachine,
   type SessionStatus,
-  sessionMachine,
   statusOf,
 } from '../machines/session.ts';
 import type { ResidentBytes } from '../resident-bytes.ts';
@@ -21,13 +23,13 @@ import { shardOf } from '../shards.ts';
 import { StaleEpochError, type Store } from '../store/store.ts';
 import { inTraceContext, traceOperation } from '../tracing/tracer.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
-import type { Reservation } from './admission.ts';
-import { Calls } from './calls.ts';
+import { answeringMachine, Calls, statusError } from './calls.ts';
 import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
 import type { OperationContext, TurnObserver } from './operation-context.ts';
 import type { Operation, OperationRunner, ResultOf } from './operations.ts';
 import { type DropReason, ResidentActors, type SessionEntry } from './resident-actors.ts';
 import { Sweeper } from './sweeper.ts';
+import { TurnControls } from './turn-controls.ts';
 
 export interface SessionHostOptions {
   store: Store;
@@ -50,10 +52,7 @@ export interface SessionHostOptions {
   log?: { warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
 }
 
-export const statusError = (status: SessionStatus, sessionId: string) =>
-  new AppError(status === 'closed' ? 'session_closed' : 'session_expired', undefined, {
-    context: { session_id: sessionId },
-  });
+export { statusError };
 
 const shuttingDown = () => serviceUnavailable('The service is shutting down.');
 
@@ -70,16 +69,23 @@ export class SessionHost implements ShardHandler {
   readonly #commitDeps: FencedCommitDeps;
   readonly #running = new Set<Promise<unknown>>();
   readonly #shutdown = new AbortController();
+  readonly #turns = new TurnControls();
   #closing = false;
 
   constructor(options: SessionHostOptions) {
     this.#o = options;
-    this.#residents = new ResidentActors({ ...options, machine: this.#provideMachine() });
+    this.#residents = new ResidentActors({
+      ...options,
+      machine: this.#provideMachine(),
+      // Restored with a paused turn that can go on (decided, or a call expired): it goes on.
+      activated: (entry) => queueMicrotask(() => this.#moveOnIfDue(entry)),
+    });
     this.#sweeper = new Sweeper({
       ...options,
       residents: this.#residents,
       expireIfDue: (sessionId) => this.expireIfDue(sessionId),
       deleteSession: (sessionId) => this.deleteSession(sessionId),
+      wake: (sessionId) => this.wake(sessionId),
     });
     this.#commitDeps = {
       store: options.store,
@@ -108,6 +114,7 @@ export class SessionHost implements ShardHandler {
     await Promise.race([settled, new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
     this.#shutdown.abort(new Error('shutting down'));
+    this.#turns.abortAll(new Error('shutting down'));
     await settled;
     for (const id of this.#residents.ids()) this.#drop(id, 'shutdown', shuttingDown);
   }
@@ -144,8 +151,37 @@ export class SessionHost implements ShardHandler {
     // Open before the actor sees it: the machine may answer at once (busy, joined, key reused).
     const answer = traceOperation(entry.session, op, () => this.#calls.open(op, observer));
     const key = op.idempotency && { key: op.idempotency.key, fingerprint: op.idempotency.fingerprint };
-    entry.actor.send({ type: 'SUBMIT', op: { id: op.id, kind: op.kind, ...key }, at: Date.now() });
+    const ref = { id: op.id, kind: op.kind, ...key, ...(op.by ? { by: op.by } : {}) };
+    entry.actor.send({ type: 'SUBMIT', op: ref, at: Date.now() });
     return answer;
+  }
+
+  /**
+   * Cancels turn `turnId` where it runs now (its model call is aborted; it stores what it has); whether it
+   * ran. The cancel operation that follows answers the caller once that is committed.
+   */
+  cancelRunning(entry: SessionEntry, turnId: string): boolean {
+    return this.#turns.cancel(entry, turnId);
+  }
+
+  /** The sweep found the session's paused turn due: expired calls are denied, a decided turn goes on. */
+  async wake(sessionId: string): Promise<void> {
+    const entry = await this.entry(sessionId);
+    if (entry) this.#moveOnIfDue(entry);
+  }
+
+  /** Queues the resume of the session's paused turn when nothing runs and it can go on; answers no one. */
+  #moveOnIfDue(entry: SessionEntry): void {
+    const snapshot = entry.actor.getSnapshot();
+    if (snapshot.status !== 'active' || snapshot.context.current !== null) return;
+    if (!canMoveOn(snapshot.context.paused, Date.now())) return;
+    const op: Operation<'resume'> = { id: resumeOpId(entry.session.id), kind: 'resume', payload: null };
+    this.submit(entry, op).catch((err) =>
+      this.#o.log?.warn(
+        { err, session_id: entry.session.id },
+        'a paused turn could not go on; the sweep retries',
+      ),
+    );
   }
 
   /** Expires the session if its time has passed (the lazy check behind every read). */
@@ -216,30 +252,12 @@ export class SessionHost implements ShardHandler {
     for (const op of this.#residents.drop(sessionId, reason)) this.#calls.reject(op, fail());
   }
 
-  /**
-   * The machine with this host's side effects: running operations and answering the callers. One for all
-   * sessions (providing is costly); an operation finds its session's entry by id.
-   */
+  /** The machine with this host's side effects: running operations (one machine for all sessions). */
   #provideMachine(): SessionMachine {
-    return sessionMachine.provide({
-      actions: {
-        // Run once the transition that started it is over, so the operation sees the actor's new snapshot.
-        operate: ({ self }, input) => queueMicrotask(() => void this.#operate(self, input)),
-        reject: ({ context }, { op, code }) =>
-          this.#calls.reject(
-            op,
-            new AppError(code, undefined, {
-              context: { session_id: context.sessionId },
-              ...(code === 'session_busy' ? { headers: { 'retry-after': '1' } } : {}),
-            }),
-          ),
-        join: (_, { op, target }) => this.#calls.join(op, target),
-        rejectAll: ({ context }, { ops, code }) => {
-          const status = code === 'session_closed' ? 'closed' : 'expired';
-          for (const op of ops) this.#calls.reject(op, statusError(status, context.sessionId));
-        },
-      },
-    });
+    // Run once the transition that started it is over, so the operation sees the actor's new snapshot.
+    return answeringMachine(this.#calls, ({ self }, input) =>
+      queueMicrotask(() => void this.#operate(self, input)),
+    );
   }
 
   /** Runs one operation, answers its callers, then tells the actor, which starts the next one. */
@@ -271,6 +289,9 @@ export class SessionHost implements ShardHandler {
       actor.send(
         expiresAt === undefined ? { type: 'DONE', opId: op.id } : { type: 'DONE', opId: op.id, expiresAt },
       );
+      // An operation that left a paused turn able to go on (an expiry applied by a refused decision): it goes
+      // on now. Not after a resume that could not: the sweep tries again later.
+      if (entry && op.kind !== 'resume') this.#moveOnIfDue(entry);
     }
   }
 
@@ -281,24 +302,25 @@ export class SessionHost implements ShardHandler {
   ): Promise<() => void> {
     const call = this.#calls.get(ref);
     if (!call) return () => {};
-    const value = await inTraceContext(call.trace, () =>
-      this.#o.run(this.#context(entry, call.observer, call.op.reservation), call.op),
-    );
-    return () => this.#calls.resolve(ref, value);
-  }
-
-  #context(
-    entry: SessionEntry,
-    observer: TurnObserver | undefined,
-    reservation: Reservation | undefined,
-  ): OperationContext {
-    return {
+    const control = this.#turns.open(entry);
+    const context: OperationContext = {
       entry,
-      observer,
-      reservation,
+      observer: call.observer,
+      reservation: call.op.reservation,
       signal: this.#shutdown.signal,
+      get turnSignal() {
+        return control.turnSignal;
+      },
+      cancelled: control.cancelled,
+      runsTurn: control.runsTurn,
       commit: (change) => commitFenced(this.#commitDeps, entry, change),
     };
+    try {
+      const value = await inTraceContext(call.trace, () => this.#o.run(context, call.op));
+      return () => this.#calls.resolve(ref, value);
+    } finally {
+      control.done();
+    }
   }
 
   /** Another process owns the shard now: forget it and every actor in it. */

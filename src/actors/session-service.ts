@@ -4,9 +4,9 @@
 import type { Catalogue } from '../agents/catalogue.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
-import { AppError, sessionNotFound, shardMoving, ValidationError } from '../errors.ts';
+import { AppError, sessionNotFound, shardMoving } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { SessionStatus } from '../machines/session.ts';
+import type { Approver, SessionStatus } from '../machines/session.ts';
 import { initialPersistedSnapshot } from '../machines/session-snapshot.ts';
 import { SHARD_COUNT, shardOf } from '../shards.ts';
 import {
@@ -16,21 +16,21 @@ import {
   type SessionRecord,
   StaleEpochError,
   type Store,
-  type StoredFile,
-  type User,
 } from '../store/store.ts';
 import { traceReplay } from '../tracing/tracer.ts';
 import type { Admission, Reservation } from './admission.ts';
 import { fingerprintOf, lookUpKey } from './idempotency.ts';
+import { type Authorize, type BlockInput, contentBlocks, lookupUser } from './session-inputs.ts';
+
+export { type Authorize, authorizeFile, type BlockInput } from './session-inputs.ts';
+
 import type { InactivityResult } from './inactivity.ts';
 import type { TurnObserver } from './operation-context.ts';
 import { closedAnswer, type TerminateResult } from './operations.ts';
-import type { SessionEntry } from './resident-actors.ts';
 import { type SessionHost, statusError } from './session-host.ts';
 import { refuseUnfitting, replayOf, type TurnResult } from './turn.ts';
+import { TurnActions } from './turn-actions.ts';
 import { type KnownHistory, knownHistory, sendBytes, type TurnBounds } from './turn-estimate.ts';
-
-export type BlockInput = { type?: 'text' | 'image' | 'file'; text?: string; file_id?: string };
 
 export interface MessageInput {
   content: string | BlockInput[];
@@ -47,25 +47,6 @@ export interface SessionFields {
 /** A turn's answer, with the session's status once it finished. */
 export type SendResult = TurnResult & { session_status: SessionStatus };
 
-/** Who may touch a session beyond its tenant (the API key's agent scope, the token's conversation). */
-export type Authorize = (session: SessionRecord) => void;
-
-/**
- * Throws unless the caller may touch the conversation `file` was uploaded in: a file is answered like its
- * session (docs/internals/decisions.md#files-and-scoped-keys). A pool file (no session) is the whole
- * tenant's.
- */
-export async function authorizeFile(
-  store: Store,
-  tenantId: string,
-  file: StoredFile,
-  authorize: Authorize,
-): Promise<void> {
-  if (file.session_id === null) return;
-  const session = await store.getSession(tenantId, file.session_id);
-  if (session) authorize(session);
-}
-
 export interface SessionServiceOptions {
   store: Store;
   host: SessionHost;
@@ -77,10 +58,11 @@ export interface SessionServiceOptions {
   turnBounds: TurnBounds;
 }
 
-export class SessionService {
+export class SessionService extends TurnActions {
   readonly #o: SessionServiceOptions;
 
   constructor(options: SessionServiceOptions) {
+    super(options);
     this.#o = options;
   }
 
@@ -97,7 +79,7 @@ export class SessionService {
 
   async createSession(tenantId: string, agentId: string, fields: SessionFields): Promise<SessionRecord> {
     const agent = this.agent(agentId);
-    const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
+    const user = fields.user ? await lookupUser(this.#o.store, tenantId, fields.user) : null;
     const id = this.#newSessionId();
     const shard = shardOf(id);
     const fence = this.#o.coordinator.fence(shard);
@@ -167,9 +149,11 @@ export class SessionService {
       observer?: TurnObserver;
       /** Where the body names the file of content block `i`, for a refusal (`body.content.<i>.file_id`). */
       fileAt?: (i: number) => (string | number)[];
+      /** The family sending: the public one (`user`) is told only of its own waiting calls. */
+      by?: Approver;
     },
   ): Promise<SendResult> {
-    const entry = await this.#entry(tenantId, sessionId, options.authorize);
+    const entry = await this.entryOf(tenantId, sessionId, options.authorize);
     const { key } = options;
     const lookup =
       key === undefined
@@ -183,8 +167,16 @@ export class SessionService {
       traceReplay(entry.session, lookup.attempt.turn_id);
       return { ...replayOf(lookup.attempt), session_status: this.#o.host.status(entry) };
     }
+    // The attempt's turn is paused: it answers as it stands (or goes on, if it can), the send is not run again.
+    const paused = entry.actor.getSnapshot().context.paused;
+    if (lookup?.attempt.state === 'started' && paused?.turnId === lookup.attempt.turn_id) {
+      const turnId = paused.turnId;
+      const op = { id: newId('op'), kind: 'resume' as const, payload: { turnId } };
+      const resumed = await this.#o.host.submit(entry, op, options.observer);
+      if (resumed) return { ...resumed, session_status: this.#o.host.status(entry) };
+    }
     const fileAt = options.fileAt ?? ((i: number) => ['body', 'content', i, 'file_id']);
-    const content = await this.#content(tenantId, message.content, fileAt, options.authorize, {
+    const content = await contentBlocks(this.#o.store, tenantId, message.content, fileAt, options.authorize, {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
     // An authored assistant message calls no model: it only stores.
@@ -202,6 +194,7 @@ export class SessionService {
           },
           ...(lookup ? { idempotency: lookup } : {}),
           ...(reservation ? { reservation } : {}),
+          ...(options.by ? { by: options.by } : {}),
         },
         options.observer,
       ),
@@ -255,7 +248,8 @@ export class SessionService {
       fields.messages.map(async (m, j) => ({
         id: newId('msg'),
         role: m.role,
-        content: await this.#content(
+        content: await contentBlocks(
+          this.#o.store,
           tenantId,
           m.content,
           (i) => ['body', 'messages', j, 'content', i, 'file_id'],
@@ -266,7 +260,7 @@ export class SessionService {
     );
     const contentAt = ['body', 'messages', messages.length - 1, 'content'];
     // A message too long for the agent is refused before the session exists, as the turn would refuse it.
-    const user = fields.user ? await this.#lookupUser(tenantId, fields.user) : null;
+    const user = fields.user ? await lookupUser(this.#o.store, tenantId, fields.user) : null;
     await refuseUnfitting(agent, systemPrompt(agent.instructions, fields.context ?? {}, user), {
       messages,
       contentAt,
@@ -275,7 +269,7 @@ export class SessionService {
     const contents = messages.map((m) => m.content);
     return this.#admitted(tenantId, { chars: 0, contents: [] }, contents, async (reservation) => {
       const session = await this.createSession(tenantId, agentId, fields);
-      const entry = await this.#entry(tenantId, session.id, () => {});
+      const entry = await this.entryOf(tenantId, session.id, () => {});
       const result = await this.#o.host.submit(entry, {
         id: newId('turn'),
         kind: 'send',
@@ -288,7 +282,7 @@ export class SessionService {
 
   /** The session when it still takes messages and files; 409 `session_closed` / `session_expired` otherwise. */
   async activeSession(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionRecord> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
     await this.#o.host.expireIfDue(sessionId);
     const status = this.#o.host.status(entry);
     if (status !== 'active') throw statusError(status, sessionId);
@@ -302,7 +296,7 @@ export class SessionService {
     step: 'warning' | 'final',
     authorize: Authorize,
   ): Promise<InactivityResult> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
     return this.#o.host.submit(entry, {
       id: newId('turn'),
       kind: 'inactivity',
@@ -317,7 +311,7 @@ export class SessionService {
     reason: string | null,
     authorize: Authorize,
   ): Promise<TerminateResult> {
-    const entry = await this.#entry(tenantId, sessionId, authorize);
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
     const closed = () => closedAnswer(sessionId, entry.actor.getSnapshot());
     const already = closed();
     if (already) return already;
@@ -329,73 +323,5 @@ export class SessionService {
       if (answer) return answer;
       throw err;
     }
-  }
-
-  async #entry(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionEntry> {
-    const entry = await this.#o.host.entry(sessionId);
-    if (!entry || entry.session.tenant_id !== tenantId) throw sessionNotFound(sessionId);
-    authorize(entry.session);
-    return entry;
-  }
-
-  async #lookupUser(tenantId: string, lookup: { id?: string; reference?: string }): Promise<User> {
-    const { store } = this.#o;
-    const byId = lookup.id !== undefined ? await store.getUser(tenantId, lookup.id) : null;
-    const byReference =
-      lookup.reference !== undefined
-        ? ((await store.listUsers(tenantId, { reference: lookup.reference }, { limit: 1, offset: 0 }))
-            .items[0] ?? null)
-        : null;
-    const user = byId ?? byReference;
-    if ((lookup.id !== undefined && !byId) || (lookup.reference !== undefined && !byReference) || !user) {
-      throw new AppError('user_not_found', undefined, { context: { ...lookup } });
-    }
-    if (byId && byReference && byId.id !== byReference.id) {
-      throw ValidationError.at(
-        ['body', 'user'],
-        'The user id and reference name different users',
-        'value_error',
-      );
-    }
-    return user;
-  }
-
-  /**
-   * Normalised blocks; every file a block names must be the tenant's (or the one session's, when given),
-   * one the caller may touch (see authorizeFile), and an image block an image.
-   */
-  async #content(
-    tenantId: string,
-    content: string | BlockInput[],
-    /** Where the request names the file of block `i`. */
-    fileAt: (i: number) => (string | number)[],
-    authorize: Authorize,
-    only: { sessionId?: string } = {},
-  ): Promise<ContentBlock[]> {
-    if (typeof content === 'string') return [{ type: 'text', text: content }];
-    return Promise.all(
-      content.map(async (block, i): Promise<ContentBlock> => {
-        if (block.text !== undefined && block.type !== 'image' && block.type !== 'file') {
-          return { type: 'text', text: block.text };
-        }
-        const fileId = block.file_id ?? '';
-        const type = block.type === 'image' ? 'image' : 'file';
-        const file = await this.#o.store.getFile(tenantId, fileId);
-        if (!file || (only.sessionId !== undefined && file.session_id !== only.sessionId)) {
-          throw new AppError('file_not_found', undefined, {
-            context: { file_id: fileId, param: fileAt(i).join('.') },
-          });
-        }
-        await authorizeFile(this.#o.store, tenantId, file, authorize);
-        if (type === 'image' && !file.mime_type.startsWith('image/')) {
-          throw ValidationError.at(
-            fileAt(i),
-            `File ${fileId} is ${file.mime_type}, not an image`,
-            'value_error',
-          );
-        }
-        return { type, file_id: fileId };
-      }),
-    );
   }
 }

@@ -1,17 +1,18 @@
 // The calls of a committed step as the step loop (tool-steps.ts) makes them: in parallel, each result committed
-// as it arrives and streamed once committed; a result an earlier attempt of the turn committed is told again
-// instead of being asked for again. Every call gets its metrics and a log line.
+// as it arrives and streamed once committed; a result an earlier attempt of the turn committed is not asked
+// for again (and told again when the loop says so); the calls of a cancelled turn are never sent. Every call
+// gets its metrics and a log line.
 import type { AgentConfig } from '../agents/catalogue.ts';
-import type { ModelToolCall, ModelToolResult } from '../agents/provider.ts';
+import type { ModelToolCall, ModelToolResult, Usage } from '../agents/provider.ts';
 import { serviceUnavailable } from '../errors.ts';
-import type { NewToolCall, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type { NewToolCall, ToolCallDecision, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import type { Tool, ToolOutcome } from '../tools/tool.ts';
 import { traceToolCall } from '../tracing/tracer.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
+import { cancelledOutput, type StepCall } from './step-approvals.ts';
 
-/** A step's call as committed: a new one, or an earlier attempt's with its result, if it has one. */
-export type StepCall = ToolCallRecord | NewToolCall;
+export type { StepCall } from './step-approvals.ts';
 
 export class StepCalls {
   /** Each call with its result, in the order the results arrived. */
@@ -29,11 +30,12 @@ export class StepCalls {
   }
 
   /**
-   * The results of a committed step's calls, in the calls' order: those committed already told again, the
-   * others run. Every call settles before the turn goes on or fails: none writes after its operation has ended.
+   * The results of a committed step's calls, in the calls' order: those committed already taken as they are
+   * (told again when `retell`), the others run. Every call settles before the turn goes on or fails: none
+   * writes after its operation has ended.
    */
-  async settle(calls: readonly StepCall[]): Promise<ModelToolResult[]> {
-    const earlier = this.#retellCommitted(calls);
+  async settle(calls: readonly StepCall[], retell: boolean): Promise<ModelToolResult[]> {
+    const earlier = this.#committed(calls, retell);
     const settled = await Promise.allSettled(
       calls.map((c) => earlier.get(c.id) ?? this.#run({ id: c.id, name: c.name, input: c.input })),
     );
@@ -48,27 +50,70 @@ export class StepCalls {
     this.#account(call, 'error', 0, this.#tools?.find(call.name) !== undefined);
   }
 
-  /** Results an earlier attempt committed, told again in the order they were committed (as they streamed). */
-  #retellCommitted(calls: readonly StepCall[]): Map<string, ModelToolResult> {
+  /**
+   * A cancelled turn's step: of `toRun`, those without a result are never sent (each gets the error result of
+   * a cancelled call), and `denials` deny the step's waiting calls, in one commit; told when `tell`.
+   */
+  async cancel(
+    step: readonly StepCall[],
+    toRun: readonly StepCall[],
+    denials: readonly ToolCallDecision[],
+    tell: boolean,
+  ): Promise<void> {
+    const unsent = toRun.filter((c) => !('status' in c) || c.status === null);
+    if (unsent.length === 0 && denials.length === 0) return;
+    const turn_id = this.#turn.turnId;
+    await this.#context.commit({
+      toolResults: unsent.map((c) => ({
+        id: c.id,
+        turn_id,
+        status: 'error',
+        output: cancelledOutput,
+        duration_ms: 0,
+      })),
+      decisions: [...denials],
+      ...(denials.length > 0 ? { event: { type: 'DECIDED', callIds: denials.map((d) => d.id) } } : {}),
+    });
+    const ended = [
+      ...unsent.map((c) => ({ call: c, output: cancelledOutput as unknown })),
+      ...denials.flatMap((d) =>
+        step.filter((c) => c.id === d.id).map((c) => ({ call: c, output: d.output })),
+      ),
+    ];
+    for (const { call, output } of ended) {
+      const { id, name, input } = call;
+      this.summaries.push({ id, name, input, status: 'error', output, duration_ms: 0 });
+      if (tell) this.#context.observer?.toolCompleted?.({ call_id: id, name, status: 'error', output });
+    }
+  }
+
+  /** Results an earlier attempt committed, in the order they were committed (as they streamed). */
+  #committed(calls: readonly StepCall[], retell: boolean): Map<string, ModelToolResult> {
     const earlier = new Map<string, ModelToolResult>();
     const committed = calls
       .filter((c): c is ToolCallRecord => 'status' in c && c.status !== null)
       .sort((x, y) => (x.completed_seq ?? 0) - (y.completed_seq ?? 0));
     for (const c of committed) {
-      if (c.status !== null)
-        earlier.set(c.id, this.#retell({ id: c.id, name: c.name, input: c.input }, c, c.status));
+      if (c.status === 'ok' || c.status === 'error')
+        earlier.set(c.id, this.#retell({ id: c.id, name: c.name, input: c.input }, c, c.status, retell));
     }
     return earlier;
   }
 
-  /** A result committed by an earlier attempt: told again, not asked for again. */
-  #retell(call: ModelToolCall, record: ToolCallRecord, status: ToolOutcome['status']): ModelToolResult {
-    this.#context.observer?.toolCompleted?.({
-      call_id: call.id,
-      name: call.name,
-      status,
-      output: record.output,
-    });
+  /** A result committed by an earlier attempt: not asked for again, and told again when `tell`. */
+  #retell(
+    call: ModelToolCall,
+    record: ToolCallRecord,
+    status: ToolOutcome['status'],
+    tell: boolean,
+  ): ModelToolResult {
+    if (tell)
+      this.#context.observer?.toolCompleted?.({
+        call_id: call.id,
+        name: call.name,
+        status,
+        output: record.output,
+      });
     this.summaries.push({ ...call, status, output: record.output, duration_ms: record.duration_ms ?? 0 });
     return { call_id: call.id, name: call.name, status, output: record.output };
   }
@@ -131,3 +176,43 @@ const missing = (name: string, tools: AgentTools | undefined) =>
   tools?.unreachable(name)
     ? { error: 'unavailable', message: `The server of ${name} cannot be reached now; try later.` }
     : { error: 'unknown_tool', message: `This agent has no tool ${name}.` };
+
+/** A step's calls as they are committed; the first also keeps the step's text and usage, for a resumed turn. */
+export function newCalls(
+  asked: readonly ModelToolCall[],
+  step: { turnId: string; step: number; said: string; usage: Usage | null },
+): NewToolCall[] {
+  return asked.map((c, position) => ({
+    id: c.id,
+    turn_id: step.turnId,
+    step: step.step,
+    position,
+    name: c.name,
+    input: c.input,
+    step_text: position === 0 && step.said !== '' ? step.said : null,
+    step_usage: position === 0 ? step.usage : null,
+  }));
+}
+
+/** The error results of the calls whose input the model botched. */
+export function refusals(asked: readonly ModelToolCall[], turnId: string) {
+  return asked.flatMap((c) =>
+    c.invalid === undefined
+      ? []
+      : [
+          {
+            id: c.id,
+            turn_id: turnId,
+            status: 'error' as const,
+            output: invalidInput(c.invalid),
+            duration_ms: 0,
+          },
+        ],
+  );
+}
+
+/** The error result of a call whose input was not JSON, or not what the tool's schema asks. */
+const invalidInput = (why: string) => ({
+  error: 'invalid_input',
+  message: `The input of this call was not usable: ${why.slice(0, 500)}`,
+});

@@ -1,7 +1,8 @@
 // The sweeper: every `sweepMs` it passivates the actors idle too long, expires the due sessions of the shards
-// this process serves, deletes the sessions of a tenant with a retention once they are older than it (the
-// demo page's), and deletes Idempotency-Key records and webhook deliveries past retention. One sweep at a
-// time; a failed one is logged and the next retries.
+// this process serves, wakes their paused turns that are due (a call whose time ran out, a decided turn whose
+// process died before it went on), deletes the sessions of a tenant with a retention once they are older than
+// it (the demo page's), and deletes Idempotency-Key records and webhook deliveries past retention. One sweep at
+// a time; a failed one is logged and the next retries.
 import type { Coordinator } from '../cluster/coordinator.ts';
 import type { Store } from '../store/store.ts';
 import type { ResidentActors } from './resident-actors.ts';
@@ -26,6 +27,8 @@ export interface SweeperOptions {
   retention?: { tenantId: string; afterMs: number };
   /** Deletes a session with all it holds; false when it is busy (the next sweep tries again). */
   deleteSession(sessionId: string): Promise<boolean>;
+  /** Moves the session's paused turn on, if it can go on. */
+  wake(sessionId: string): Promise<void>;
   log?: { warn(obj: unknown, msg?: string): void };
 }
 
@@ -60,6 +63,11 @@ export class Sweeper {
         coordinator.servedShards(),
       )) {
         await this.#o.expireIfDue(id).catch((err) => log?.warn({ err, session_id: id }, 'expiry failed'));
+      }
+      for (const id of await store.sessionsToWake(now, EXPIRIES_PER_SWEEP, coordinator.servedShards())) {
+        await this.#o
+          .wake(id)
+          .catch((err) => log?.warn({ err, session_id: id }, 'waking a paused turn failed'));
       }
       const { retention } = this.#o;
       if (retention) {

@@ -1,16 +1,31 @@
 // The step loop of a turn (docs/internals/decisions.md#the-durable-step-loop): each step is one model call;
 // when the model asks for tools, the calls are committed before any runs, run in parallel, and each result is
-// committed as it arrives. A turn retried under its Idempotency-Key goes on from what is committed: a stored
-// result is not asked for again, a call without one is made again under the same Idempotency-Key. After
-// `max_steps` tool steps the model is called once more without tools. What the model writes in every step is
-// the reply's text.
+// committed as it arrives. A call whose tool needs a person's approval is committed waiting, never run before
+// its decision: once the step's other calls have their results the turn pauses, and a decision later goes on
+// from what is committed (docs/internals/decisions.md#approvals). A turn retried under its Idempotency-Key goes
+// on the same way: a stored result is not asked for again, a call without one is made again under the same
+// Idempotency-Key. After `max_steps` tool steps the model is called once more without tools. A cancelled turn
+// ends with what the model wrote so far. What the model writes in every step is the reply's text.
 import type { AgentConfig } from '../agents/catalogue.ts';
-import type { ModelMessage, ModelReply, ModelToolCall, ModelToolSpec, Usage } from '../agents/provider.ts';
+import type { ModelMessage, ModelReply, ModelToolSpec, Usage } from '../agents/provider.ts';
+import { AppError } from '../errors.ts';
 import { mayCallTools } from '../machines/session.ts';
-import type { NewToolCall, StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type { StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
+import { turnAwaitingEvent } from '../webhooks/webhook-events.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
-import { type StepCall, StepCalls } from './step-calls.ts';
+import {
+  type Approval,
+  approvalOf,
+  awaitingWhereNeeded,
+  hasResult,
+  isWaiting,
+  pausedTurnOf,
+  runnable,
+  systemDenials,
+  wakeAt,
+} from './step-approvals.ts';
+import { newCalls, refusals, type StepCall, StepCalls } from './step-calls.ts';
 
 /**
  * One model call of the turn: the turn's steps so far after its history, the agent's tools, and whether it
@@ -31,12 +46,22 @@ export interface StepsReply {
   tool_calls: ToolCallSummary[];
 }
 
+/** How the steps ended: with the reply, or paused on step `step`, whose `approvals` wait. */
+export type StepsOutcome = { reply: StepsReply } | { paused: { step: number; approvals: Approval[] } };
+
 export interface StepsTurn {
   agent: AgentConfig;
   turnId: string;
   ask: StepModel;
-  /** The calls an earlier attempt of the turn committed, with their results where it committed them. */
+  /** The calls earlier operations of the turn committed, with their results where they committed them. */
   resumed: readonly ToolCallRecord[];
+  /** What the machine keeps of the turn when a step pauses it: its reply's id and its send's key. */
+  pause: { replyId: string; key: string | null };
+  /**
+   * Whether the committed steps are told again through the observer (a keyed retry to an observer that
+   * cannot read the store); otherwise the observer has them from the store and only what is new is told.
+   */
+  retell: boolean;
 }
 
 /** Between the texts of two steps, as stored and as streamed. */
@@ -49,19 +74,32 @@ export const MAX_CALLS_PER_STEP = 16;
 
 /** What one model call asked for: tool calls to make, with the text it wrote before them, or the end. */
 type ModelStep = { end: false; reply: ModelReply; said: string } | { end: true; stop_reason: StopReason };
+type Paused = { step: number; approvals: Approval[] };
 
 export async function runSteps(
   deps: OperationDeps,
   context: OperationContext,
   turn: StepsTurn,
-): Promise<StepsReply> {
+): Promise<StepsOutcome> {
   const loop = new StepLoop(deps, context, turn);
-  await loop.resume(turn.resumed);
-  for (;;) {
-    const step = await loop.askModel();
-    if (step.end) return loop.reply(step.stop_reason);
-    const calls = await loop.commitCalls(step.reply, step.said);
-    await loop.act(calls, step.said);
+  try {
+    const paused = await loop.resume(turn.resumed);
+    if (paused) return { paused };
+    for (;;) {
+      if (context.cancelled()) return { reply: loop.reply('cancelled') };
+      const step = await loop.askModel();
+      if (step.end) return { reply: loop.reply(step.stop_reason) };
+      const calls = await loop.commitCalls(step.reply, step.said);
+      const waits = await loop.act(calls, step.said, true);
+      if (waits) return { paused: waits };
+    }
+  } catch (err) {
+    // A cancelled model call fails as an aborted one: the turn ends with what it has. Not when the shard
+    // moved or the process stops: the turn is then the next owner's.
+    const moving =
+      err instanceof AppError && (err.code === 'shard_moving' || err.code === 'service_unavailable');
+    if (context.cancelled() && !moving) return { reply: loop.reply('cancelled') };
+    throw err;
   }
 }
 
@@ -86,19 +124,25 @@ class StepLoop {
     this.#calls = new StepCalls(deps, context, turn);
   }
 
-  /** Resumed: the committed steps again, as the model wrote them, and the calls that still lack a result. */
-  async resume(resumed: readonly ToolCallRecord[]): Promise<void> {
+  /**
+   * Resumed: the committed steps again, as the model wrote them, and the calls that still lack a result; a
+   * step whose calls still wait for decisions pauses the turn again.
+   */
+  async resume(resumed: readonly ToolCallRecord[]): Promise<Paused | null> {
     const byStep = new Map<number, ToolCallRecord[]>();
     for (const c of resumed) byStep.set(c.step, [...(byStep.get(c.step) ?? []), c]);
-    if (byStep.size === 0) return;
-    const pending = resumed.filter((c) => c.status === null).length;
-    this.#context.entry.actor.send({ type: 'STEPS_RESUMED', steps: byStep.size, pending });
+    if (byStep.size === 0) return null;
+    const pending = [...byStep.values()].flatMap((calls) => runnable(calls)).filter((c) => c.status === null);
+    this.#context.entry.actor.send({ type: 'STEPS_RESUMED', steps: byStep.size, pending: pending.length });
+    const { retell } = this.#turn;
     for (const calls of byStep.values()) {
       const said = calls[0]?.step_text ?? '';
-      this.#stepText()(said);
+      this.#stepText(retell)(said);
       this.#addUsage(calls[0]?.step_usage ?? null);
-      await this.act(calls, said);
+      const paused = await this.act(calls, said, retell);
+      if (paused) return paused;
     }
+    return null;
   }
 
   /** One model call, its text streamed as it comes: the calls it asks for, or the end of the turn. */
@@ -107,7 +151,7 @@ class StepLoop {
     const snapshot = this.#context.entry.actor.getSnapshot();
     const choice = mayCallTools(snapshot, this.#turn.agent.max_steps) ? 'auto' : 'none';
     const before = this.#text;
-    const reply = await this.#turn.ask(this.#steps, { specs, choice }, this.#stepText());
+    const reply = await this.#turn.ask(this.#steps, { specs, choice }, this.#stepText(true));
     this.#addUsage(reply.usage);
     if (reply.tool_calls.length === 0 || choice === 'none' || specs.length === 0) {
       // Out of steps, the model had to answer in text: the turn says why it ended there.
@@ -121,29 +165,56 @@ class StepLoop {
 
   /**
    * Commits the step's calls before any runs (a crash from here on resumes these very calls, under the same
-   * keys); a call whose input the model botched is answered at once, in the same write: it never runs.
+   * keys); a call whose input the model botched is answered at once, in the same write: it never runs. Calls
+   * that must be approved are committed waiting, and the same write pauses the turn (with the webhook event
+   * telling so): whatever happens next, they wait for their decisions.
    */
   async commitCalls(reply: ModelReply, said: string): Promise<StepCall[]> {
-    const { turnId } = this.#turn;
+    const { turnId, agent, pause } = this.#turn;
     const step = this.#context.entry.actor.getSnapshot().context.steps + 1;
     const asked = reply.tool_calls.slice(0, MAX_CALLS_PER_STEP);
-    const calls = newCalls(asked, { turnId, step, said, usage: reply.usage });
     const refused = refusals(asked, turnId);
+    const at = new Date().toISOString();
+    const answered = new Map(refused.map((r) => [r.id, r]));
+    const calls = awaitingWhereNeeded(
+      agent,
+      newCalls(asked, { turnId, step, said, usage: reply.usage }),
+      new Set(answered.keys()),
+      at,
+    );
+    const approvals = calls.flatMap((c) => approvalOf(c, at) ?? []);
+    const paused = approvals.length > 0 ? pausedTurnOf({ turnId, ...pause }, approvals) : undefined;
     await this.#context.commit({
+      at,
       toolCalls: calls,
       ...(refused.length > 0 ? { toolResults: refused } : {}),
-      event: { type: 'TOOLS_CALLED', calls: calls.length - refused.length },
+      ...(paused
+        ? {
+            patch: { wake_at: wakeAt(approvals) },
+            webhookEvents: [turnAwaitingEvent(this.#context.entry.session, turnId, approvals, at)],
+          }
+        : {}),
+      event: {
+        type: 'TOOLS_CALLED',
+        calls: calls.length - refused.length - approvals.length,
+        ...(paused ? { paused } : {}),
+      },
     });
     for (const c of asked) if (c.invalid !== undefined) this.#calls.refused(c);
-    const answered = new Map(refused.map((r) => [r.id, r]));
     return calls.map((c) => {
       const result = answered.get(c.id);
-      return result ? { ...c, ...result, created_at: '' } : c;
+      return result ? { ...c, ...result, created_at: at } : { ...c, created_at: at };
     });
   }
 
-  /** A committed step: its calls, run where their results are missing, and then their results. */
-  async act(calls: readonly StepCall[], said: string): Promise<void> {
+  /**
+   * A committed step: its calls run where their results are missing, then their results; `tell` says whether
+   * the step's calls are told as started (a new step, or told again). When some of its calls wait for
+   * decisions, the others run and the turn pauses: the step's waiting calls, or null when it goes on.
+   */
+  async act(calls: readonly StepCall[], said: string, tell: boolean): Promise<Paused | null> {
+    const waiting = calls.filter(isWaiting);
+    const step = calls[0]?.step ?? 0;
     const asked = calls.map(({ id, name, input }) => ({ id, name, input }));
     this.#steps.push({
       role: 'assistant',
@@ -151,9 +222,33 @@ class StepLoop {
       tool_calls: asked,
     });
     const observer = this.#context.observer;
-    for (const c of asked) observer?.toolStarted?.({ call_id: c.id, name: c.name, input: c.input });
-    const results = await this.#calls.settle(calls);
+    const approvals = waiting.flatMap((c) => approvalOf(c) ?? []);
+    if (tell) {
+      for (const c of calls) {
+        const approval = approvals.find((a) => a.call_id === c.id);
+        if (approval) observer?.approvalRequested?.(approval);
+        else observer?.toolStarted?.({ call_id: c.id, name: c.name, input: c.input });
+      }
+    }
+    const toRun = runnable(calls);
+    const denials = () => systemDenials(this.#turn.turnId, approvals, 'cancelled');
+    // Cancelled before they were sent: none of them will be (results stored already are kept).
+    if (this.#context.cancelled()) {
+      await this.#calls.settle(toRun.filter(hasResult), tell);
+      await this.#calls.cancel(calls, toRun, denials(), tell);
+      return null;
+    }
+    const results = await this.#calls.settle(toRun, tell);
+    if (approvals.length > 0) {
+      if (this.#context.cancelled()) {
+        await this.#calls.cancel(calls, [], denials(), tell);
+        return null;
+      }
+      if (tell) observer?.paused?.(step, approvals);
+      return { step, approvals };
+    }
     this.#steps.push({ role: 'tool', results });
+    return null;
   }
 
   reply(stop_reason: StopReason): StepsReply {
@@ -161,9 +256,9 @@ class StepLoop {
     return { text: this.#text, stop_reason, usage: this.#usage, tool_calls };
   }
 
-  /** Streams a step's text, set apart from an earlier step's. */
-  #stepText(): (piece: string) => void {
-    const observer = this.#context.observer;
+  /** Adds a step's text to the reply, set apart from an earlier step's; streamed when `tell`. */
+  #stepText(tell: boolean): (piece: string) => void {
+    const observer = tell ? this.#context.observer : undefined;
     let first = true;
     return (piece) => {
       if (piece === '') return;
@@ -182,46 +277,6 @@ class StepLoop {
     this.#usage.output_tokens += more?.output_tokens ?? 0;
   }
 }
-
-/** A step's calls as they are committed; the first also keeps the step's text and usage, for a resumed turn. */
-function newCalls(
-  asked: readonly ModelToolCall[],
-  step: { turnId: string; step: number; said: string; usage: Usage | null },
-): NewToolCall[] {
-  return asked.map((c, position) => ({
-    id: c.id,
-    turn_id: step.turnId,
-    step: step.step,
-    position,
-    name: c.name,
-    input: c.input,
-    step_text: position === 0 && step.said !== '' ? step.said : null,
-    step_usage: position === 0 ? step.usage : null,
-  }));
-}
-
-/** The error results of the calls whose input the model botched. */
-function refusals(asked: readonly ModelToolCall[], turnId: string) {
-  return asked.flatMap((c) =>
-    c.invalid === undefined
-      ? []
-      : [
-          {
-            id: c.id,
-            turn_id: turnId,
-            status: 'error' as const,
-            output: invalidInput(c.invalid),
-            duration_ms: 0,
-          },
-        ],
-  );
-}
-
-/** The error result of a call whose input was not JSON, or not what the tool's schema asks. */
-const invalidInput = (why: string) => ({
-  error: 'invalid_input',
-  message: `The input of this call was not usable: ${why.slice(0, 500)}`,
-});
 
 /** The calls in the order the model asked for them (results arrive in any order). */
 function inAskedOrder(summaries: ToolCallSummary[], steps: readonly ModelMessage[]): ToolCallSummary[] {

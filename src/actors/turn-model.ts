@@ -105,7 +105,7 @@ export async function modelCaller(
           totalMs: Math.max(1, deadline - Date.now()),
           totalLimitMs: agent.timeouts.total_ms,
           stallMs: agent.timeouts.stall_ms,
-          signal: context.signal,
+          signal: context.turnSignal,
         },
       );
     // Each call is a span of its own (tracing/), its prompt read only when content is captured.

@@ -2,19 +2,20 @@
 // answers, its reply is stored (with the answer to replay). Two commits, so that a failed model call or a
 // crash keeps what the user sent and a retry under the key produces only the reply; a model that calls
 // tools goes through steps in between, each committed (tool-steps.ts), each calling the model as
-// turn-model.ts says. An authored assistant message is itself the answer.
+// turn-model.ts says, and may pause on calls that wait for approvals (turn-continue.ts goes on with it). An
+// authored assistant message is itself the answer.
 import type { AgentConfig } from '../agents/catalogue.ts';
 import { estimateCorrection, fitsAlone } from '../agents/context-window.ts';
-import { systemPrompt } from '../agents/prompt.ts';
 import type { Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import type { ContentBlock, JsonObject, MessageRecord } from '../store/store.ts';
-import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.ts';
 import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idempotency.ts';
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { type PublicMessage, publicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
-import { runSteps, type StepsReply } from './tool-steps.ts';
+import type { Approval } from './step-approvals.ts';
+import { runSteps, type StepsOutcome } from './tool-steps.ts';
+import { commitReply, countTurn, reportFailure, turnPrompt } from './turn-end.ts';
 import { firstTokenTimed, modelCaller } from './turn-model.ts';
 
 export interface SendPayload {
@@ -33,7 +34,10 @@ export interface SendPayload {
 
 export interface TurnResult {
   turn_id: string;
-  agent_message: PublicMessage;
+  /** The agent's reply; null while the turn waits for approvals. */
+  agent_message: PublicMessage | null;
+  /** The calls the paused turn waits for (docs/internals/decisions.md#approvals); null once it replied. */
+  approvals: Approval[] | null;
   /** What the model call cost; null when no model was called now (a replay, an authored reply). */
   usage: Usage | null;
   /** True when the answer is the stored one of an earlier attempt with the same Idempotency-Key. */
@@ -50,6 +54,7 @@ export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>
     usage: attempt.agent_message.usage ?? null,
     tool_calls: attempt.agent_message.tool_calls ?? null,
   },
+  approvals: null,
   usage: null,
   replayed: true,
 });
@@ -60,7 +65,7 @@ export async function runTurn(
   context: OperationContext,
   op: OperationOf<SendPayload>,
 ): Promise<TurnResult> {
-  const { store, metrics } = deps;
+  const { store } = deps;
   const { session } = context.entry;
   const { payload, idempotency } = op;
   const { agent, provider } = agentOf(deps, session.agent_id);
@@ -69,10 +74,6 @@ export async function runTurn(
   let turnId = op.id;
   /** The turn's messages once stored; null while they are not. */
   let stored: MessageRecord[] | null = null;
-  const counted = (outcome: string) => {
-    metrics.turns.inc({ outcome });
-    metrics.agentTurns.inc({ agent: agent.id, outcome });
-  };
 
   const earlier = idempotency ? (await currentLookup(store, context.entry, idempotency)).attempt : null;
   if (earlier?.state === 'finished') return replayOf(earlier);
@@ -82,6 +83,7 @@ export async function runTurn(
     turnId = earlier.turn_id;
     stored = await store.turnMessages(session.id, turnId);
   }
+  context.runsTurn(turnId);
 
   if (stored === null) {
     const adding = payload.messages.length + (payload.reply ? 1 : 0);
@@ -115,15 +117,27 @@ export async function runTurn(
     stored = result.messages;
     const last = stored.at(-1);
     if (authored && last) {
-      counted('stored');
+      countTurn(deps, agent, 'stored');
       context.observer?.started(turnId, last, null);
-      return { turn_id: turnId, agent_message: publicMessage(last), usage: null, replayed: false };
+      return {
+        turn_id: turnId,
+        agent_message: publicMessage(last),
+        approvals: null,
+        usage: null,
+        replayed: false,
+      };
     }
   }
+  // A retried turn goes on from the steps its earlier attempt committed: an observer that reads them from the
+  // store has them told so, another is told them again.
+  const retried = earlier?.state === 'started';
+  const continued = retried ? context.observer?.continued : undefined;
   const first = stored[0];
-  if (first) context.observer?.started(turnId, first, payload.replyId);
+  if (continued) await continued.call(context.observer, turnId, payload.replyId);
+  else if (first) context.observer?.started(turnId, first, payload.replyId);
 
-  let reply: StepsReply;
+  const key = idempotency?.key ?? null;
+  let outcome: StepsOutcome;
   try {
     const ask = firstTokenTimed(
       deps,
@@ -131,85 +145,42 @@ export async function runTurn(
       started,
       await modelCaller(deps, context, agent, provider, system),
     );
-    // A retried turn goes on from the steps its earlier attempt committed.
-    const resumed = earlier?.state === 'started' ? await store.turnToolCalls(session.id, turnId) : [];
-    reply = await runSteps(deps, context, { agent, turnId, ask, resumed });
+    const resumed = retried ? await store.turnToolCalls(session.id, turnId) : [];
+    outcome = await runSteps(deps, context, {
+      agent,
+      turnId,
+      ask,
+      resumed,
+      pause: { replyId: payload.replyId, key },
+      retell: !continued,
+    });
   } catch (err) {
-    counted(err instanceof AppError ? err.code : 'error');
-    await reportFailure(deps, context, turnId, err);
+    countTurn(deps, agent, err instanceof AppError ? err.code : 'error');
+    await reportFailure(deps, context, { turnId, endsPaused: false }, err);
     throw err;
   }
-  const at = new Date().toISOString();
-  const agentMessage: PublicMessage = {
-    id: payload.replyId,
-    role: 'assistant',
-    content: [{ type: 'text', text: reply.text }],
-    created_at: at,
-    metadata: null,
-    stop_reason: reply.stop_reason,
-    usage: reply.usage,
-    tool_calls: reply.tool_calls,
-  };
-  await context.commit({
-    at,
-    messages: [
-      {
-        id: agentMessage.id,
-        role: 'assistant',
-        content: agentMessage.content,
-        metadata: null,
-        turn_id: turnId,
-        stop_reason: reply.stop_reason,
-        usage: reply.usage,
-        tool_calls: reply.tool_calls,
-      },
-    ],
-    ...activity(at, ttlMs, false),
-    last: true,
-    ...(idempotency ? { idempotencyResponse: keyAnswer(idempotency, agentMessage) } : {}),
-    webhookEvents: [turnCompletedEvent(session, turnId, agentMessage, at)],
-  });
-  counted('replied');
-  metrics.tokens.inc({ agent: agent.id, direction: 'input' }, reply.usage.input_tokens);
-  metrics.tokens.inc({ agent: agent.id, direction: 'output' }, reply.usage.output_tokens);
-  metrics.turnDuration.observe((performance.now() - started) / 1000);
-  return { turn_id: turnId, agent_message: agentMessage, usage: reply.usage, replayed: false };
-}
-
-/**
- * turn.failed, committed on its own: the turn's messages are stored and its reply will not come from this
- * attempt. Not when the shard moves or the process stops (the turn is then the next owner's, and a keyed
- * retry may finish it), nor when the write itself fails.
- */
-async function reportFailure(
-  deps: OperationDeps,
-  context: OperationContext,
-  turnId: string,
-  err: unknown,
-): Promise<void> {
-  const error =
-    err instanceof AppError
-      ? { code: err.code, message: err.message }
-      : { code: 'internal_error', message: 'Something went wrong on our side.' };
-  // Moving or stopping: the turn is not over, a keyed retry on the next owner may still complete it.
-  if (error.code === 'shard_moving' || context.signal.aborted) return;
-  const at = new Date().toISOString();
-  try {
-    await context.commit({ at, webhookEvents: [turnFailedEvent(context.entry.session, turnId, error, at)] });
-  } catch (commitErr) {
-    deps.log.warn({ err: commitErr, turn_id: turnId }, 'the turn.failed webhook event could not be stored');
+  if ('paused' in outcome) {
+    countTurn(deps, agent, 'paused');
+    const { approvals } = outcome.paused;
+    return { turn_id: turnId, agent_message: null, approvals, usage: null, replayed: false };
   }
-}
-
-/** The system prompt of the session's turns: the agent's instructions, its context and its user's details. */
-async function turnPrompt(
-  deps: OperationDeps,
-  context: OperationContext,
-  agent: AgentConfig,
-): Promise<string> {
-  const { session } = context.entry;
-  const user = session.user ? await deps.store.getUser(session.tenant_id, session.user.id) : null;
-  return systemPrompt(agent.instructions, session.context, user);
+  const { reply } = outcome;
+  const agentMessage = await commitReply(deps, context, {
+    agent,
+    turnId,
+    replyId: payload.replyId,
+    key,
+    reply,
+    endsPaused: false,
+    started,
+  });
+  return {
+    turn_id: turnId,
+    agent_message: agentMessage,
+    approvals: null,
+    usage: reply.usage,
+    replayed: false,
+  };
 }
 
 /**

@@ -105,10 +105,28 @@ const agentFields = z.strictObject({
       }
     }
   }),
-  mcp_servers: agentToolFields.mcp_servers.superRefine((servers, ctx) =>
-    uniqueNames('MCP server', servers, ctx),
-  ),
+  mcp_servers: agentToolFields.mcp_servers.superRefine((servers, ctx) => {
+    uniqueNames('MCP server', servers, ctx);
+    for (const [i, server] of servers.entries()) approvalsOffered(server, i, ctx);
+  }),
 });
+
+/** An approval for a tool the server's allow-list leaves out would never apply: a mistake, said at start. */
+function approvalsOffered(
+  server: { tools?: string[] | undefined; approval_tools?: Record<string, unknown> | undefined },
+  i: number,
+  ctx: z.RefinementCtx<unknown>,
+) {
+  if (!server.tools || !server.approval_tools) return;
+  for (const tool of Object.keys(server.approval_tools)) {
+    if (server.tools.includes(tool)) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: [i, 'approval_tools', tool],
+      message: `names ${tool}, which the server's tools list leaves out (${server.tools.join(', ')})`,
+    });
+  }
+}
 
 /** One agent's tools (or MCP servers) are told apart by name: the model calls them by it. */
 function uniqueNames(what: string, items: readonly { name: string }[], ctx: z.RefinementCtx<unknown>) {

@@ -6,7 +6,9 @@ import { type SessionEvent, type SessionInput, type SessionSnapshot, sessionMach
 /**
  * The snapshot to store: `snapshot` settled and, when given, `event` applied. Settled means with no
  * operation queued or running: those belong to callers waiting on this process, who are gone after a crash,
- * and a retry under its Idempotency-Key finds the committed part of the work in the store. The event is
+ * and a retry under its Idempotency-Key finds the committed part of the work in the store. A paused turn is
+ * kept (the turn region `paused`), also while an operation moves it on: if its process dies, the session's
+ * next owner finds it there and moves it on again. The event is
  * applied by a stand-in actor of the unprovided machine restored from the settled snapshot, so it takes the
  * live actor's transitions while no host action runs and the live actor is not touched (its event is sent
  * only once the commit succeeded).
@@ -26,13 +28,18 @@ export function persistedSnapshot(snapshot: SessionSnapshot, event?: SessionEven
 function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
   const { value, context } = snapshot;
   if (typeof value === 'string' || snapshot.status !== 'active') return null;
+  // A paused turn, and the events that pause one, take the machine (rare: only turns that wait for approvals).
+  if (context.paused !== undefined) return null;
   let { inactivity } = value.active;
   let { expiresAt } = context;
   switch (event?.type) {
-    case undefined:
-    // A settled turn is idle, and an idle turn takes no tool event.
     case 'TOOLS_CALLED':
+      // A step that pauses the turn is kept (by the machine); a settled turn takes no other tool event.
+      if (event.paused) return null;
+      break;
+    case undefined:
     case 'TOOL_RESULT':
+    case 'TURN_ENDED':
       break;
     case 'ACTIVITY':
       expiresAt = event.expiresAt;
@@ -56,6 +63,7 @@ function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
       inflight: {},
       steps: 0,
       pendingCalls: 0,
+      paused: undefined,
     },
     children: {},
   };
@@ -64,9 +72,11 @@ function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
 /** persistedSnapshot through the machine itself: a stand-in actor restored from the settled snapshot. */
 export function persistedByMachine(snapshot: SessionSnapshot, event?: SessionEvent): string {
   const { value, context } = snapshot;
+  const { paused } = context;
+  const turn = paused ? 'paused' : 'idle';
   const settled = sessionMachine.resolveState({
-    value: typeof value === 'string' ? value : { active: { ...value.active, turn: 'idle' } },
-    context: { ...context, queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0 },
+    value: typeof value === 'string' ? value : { active: { ...value.active, turn } },
+    context: { ...context, queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0, paused },
   });
   if (!event) return JSON.stringify(sessionMachine.getPersistedSnapshot(settled));
   // The input is required by the types and unused when restoring a snapshot.

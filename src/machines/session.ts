@@ -1,85 +1,27 @@
-// The session machine: pure, no I/O. It holds what one session is (active with a turn region idle/running and
-// an inactivity region none/warned; final closed and expired), its queue of operations (one runs at a time)
-// and the Idempotency-Keys in flight. A running send goes through steps
+// The session machine: pure, no I/O. It holds what one session is (active with a turn region idle, running or
+// paused and an inactivity region none/warned; final closed and expired), its queue of operations (one runs at
+// a time) and the Idempotency-Keys in flight. A running send goes through steps
 // (docs/internals/decisions.md#the-durable-step-loop): the model thinks, and when it asks for tools the turn
-// acts until every call's result is committed, then thinks again. The host provides `operate` (starts one
-// operation and sends DONE once it has finished) and the actions that answer waiting callers. Lasting changes
-// come in as events only after their commit; the snapshot each commit stores is computed from it
-// (session-snapshot.ts).
+// acts until every call's result is committed, then thinks again; a step whose calls wait for a decision
+// pauses the turn (paused-turn.ts, docs/internals/decisions.md#approvals). The host provides `operate` and the
+// actions that answer waiting callers. Lasting changes come in as events only after their commit; the snapshot
+// each commit stores is computed from it (session-snapshot.ts).
 import { type ActorRefFrom, assign, type SnapshotFrom, setup } from 'xstate';
 // A session's lifecycle status: the machine's states, and the session row's `status` column.
 import type { SessionStatus } from '#schemas';
+import { decided, pausedAfter, pausedMovesOn, pausedRefuses } from './paused-turn.ts';
+import { isCancel, queueWithExpiry, queueWithResume, track } from './session-queue.ts';
+import type {
+  OperateInput,
+  OperationRef,
+  RejectCode,
+  SessionContext,
+  SessionEvent,
+  SessionInput,
+} from './session-types.ts';
 
+export type * from './session-types.ts';
 export type { SessionStatus };
-
-export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire';
-
-/**
- * An operation as the machine sees it: which one, of what kind, and the Idempotency-Key and request
- * fingerprint it carries. JSON only (it is part of the snapshot while it waits); what the operation does
- * and what it answers are the host's (actors/operations.ts).
- */
-export interface OperationRef {
-  id: string;
-  kind: OperationKind;
-  key?: string;
-  fingerprint?: string;
-}
-
-/** What `operate` is given: the operation, and the session it belongs to (one provided machine serves all). */
-export interface OperateInput {
-  sessionId: string;
-  op: OperationRef;
-}
-
-export type RejectCode = 'session_busy' | 'idempotency_key_reused' | 'session_closed' | 'session_expired';
-
-export interface SessionInput {
-  sessionId: string;
-  /** Epoch milliseconds after which the session counts as expired. */
-  expiresAt: number;
-  /** Operations that may wait behind the running one (docs/internals/decisions.md#turns: 8). */
-  maxWaiting?: number;
-}
-
-export interface SessionContext {
-  sessionId: string;
-  expiresAt: number;
-  closedAt: string | null;
-  closeReason: string | null;
-  maxWaiting: number;
-  queue: OperationRef[];
-  current: OperationRef | null;
-  /** Idempotency-Key → the operation that carries it, while queued or running. */
-  inflight: Record<string, { opId: string; fingerprint: string }>;
-  /** Tool steps the running operation has committed (a resumed turn starts from its stored ones). */
-  steps: number;
-  /** Tool calls of the current step whose results are not committed yet. */
-  pendingCalls: number;
-}
-
-export type SessionEvent =
-  /** A caller asks for an operation; `at` is the caller's clock (epoch ms), for the expiry check. */
-  | { type: 'SUBMIT'; op: OperationRef; at: number }
-  /** Committed: messages were stored; `byUser` when one of them came from the user. */
-  | { type: 'ACTIVITY'; expiresAt: number; byUser: boolean }
-  /** Committed: the inactivity warning was stored. */
-  | { type: 'WARNED' }
-  /** Committed: the session was closed. */
-  | { type: 'CLOSED'; closedAt: string; reason: string | null }
-  /** Committed: the session expired. */
-  | { type: 'EXPIRED' }
-  /**
-   * The operation `opId` has finished, whatever its outcome (its callers are answered). `expiresAt` is its
-   * last commit's activity when that commit left it to DONE (one event per turn fewer; see fenced-commit.ts).
-   */
-  | { type: 'DONE'; opId: string; expiresAt?: number }
-  /** Committed: the running turn's model asked for tools (a new step), `calls` of which are to run. */
-  | { type: 'TOOLS_CALLED'; calls: number }
-  /** Committed: one tool call's result. */
-  | { type: 'TOOL_RESULT' }
-  /** A retried turn resumes after `steps` committed steps, `pending` of whose calls still lack a result. */
-  | { type: 'STEPS_RESUMED'; steps: number; pending: number };
 
 export const sessionMachine = setup({
   types: {
@@ -112,8 +54,25 @@ export const sessionMachine = setup({
         event.type === 'DONE' && event.expiresAt !== undefined ? event.expiresAt : context.expiresAt;
       return { current: null, inflight, steps: 0, pendingCalls: 0, expiresAt };
     }),
-    clearOperations: assign({ queue: [], current: null, inflight: {}, steps: 0, pendingCalls: 0 }),
-    applyActivity: assign(({ event }) => (event.type === 'ACTIVITY' ? { expiresAt: event.expiresAt } : {})),
+    /** A new step's calls are committed: `pendingCalls` of them run now, and it may pause the turn. */
+    stepped: assign(({ context, event }) => ({
+      steps: context.steps + 1,
+      pendingCalls: event.type === 'TOOLS_CALLED' ? event.calls : 0,
+      ...(event.type === 'TOOLS_CALLED' && event.paused ? { paused: event.paused } : {}),
+    })),
+    clearOperations: assign({
+      queue: [],
+      current: null,
+      inflight: {},
+      steps: 0,
+      pendingCalls: 0,
+      paused: undefined,
+    }),
+    applyActivity: assign(({ event }) =>
+      event.type === 'ACTIVITY'
+        ? { expiresAt: event.expiresAt, ...(event.turnEnded ? { paused: undefined } : {}) }
+        : {},
+    ),
   },
   guards: {
     joinsInflight: ({ context, event }) =>
@@ -126,6 +85,11 @@ export const sessionMachine = setup({
     queueFull: ({ context }) => context.queue.length >= context.maxWaiting,
     pastExpiry: ({ context, event }) => event.type === 'SUBMIT' && event.at >= context.expiresAt,
     hasQueued: ({ context }) => context.queue.length > 0,
+    hasPaused: ({ context }) => context.paused !== undefined,
+    notPaused: ({ context }) => context.paused === undefined,
+    pausedRefuses,
+    pausedMovesOn,
+    isCancel,
     byUser: ({ event }) => event.type === 'ACTIVITY' && event.byUser,
     isCurrent: ({ context, event }) => event.type === 'DONE' && context.current?.id === event.opId,
     resumesActing: ({ event }) => event.type === 'STEPS_RESUMED' && event.pending > 0,
@@ -170,19 +134,34 @@ export const sessionMachine = setup({
             },
           },
           {
+            guard: 'pausedRefuses',
+            actions: {
+              type: 'reject',
+              params: ({ event }) => ({ op: event.op, code: 'approval_pending' as const }),
+            },
+          },
+          {
+            guard: 'isCancel',
+            actions: assign(({ context, event }) => ({ queue: [event.op, ...context.queue] })),
+          },
+          {
             guard: 'queueFull',
             actions: { type: 'reject', params: ({ event }) => ({ op: event.op, code: 'session_busy' }) },
           },
           {
             // Expiry is committed by an operation of its own, ahead of everything else waiting.
             guard: 'pastExpiry',
-            actions: assign(({ context, event }) => {
-              const expireId = `expire_${context.sessionId}`;
-              const pending =
-                context.current?.id === expireId || context.queue.some((o) => o.id === expireId);
-              const expire: OperationRef[] = pending ? [] : [{ id: expireId, kind: 'expire' }];
-              return { queue: [...expire, ...context.queue, event.op], inflight: track(context, event.op) };
-            }),
+            actions: assign(({ context, event }) => ({
+              queue: queueWithExpiry(context, event.op),
+              inflight: track(context, event.op),
+            })),
+          },
+          {
+            guard: 'pausedMovesOn',
+            actions: assign(({ context, event }) => ({
+              queue: queueWithResume(context, event.op),
+              inflight: track(context, event.op),
+            })),
           },
           {
             actions: assign(({ context, event }) => ({
@@ -192,6 +171,15 @@ export const sessionMachine = setup({
           },
         ],
         ACTIVITY: { actions: 'applyActivity' },
+        // Outside a running turn (the stored snapshot's stand-in): only what it pauses counts.
+        TOOLS_CALLED: {
+          guard: ({ event }) => event.paused !== undefined,
+          actions: assign(({ context, event }) => ({ paused: pausedAfter(context, event) })),
+        },
+        DECIDED: {
+          actions: assign(({ context, event }) => ({ paused: decided(context.paused, event.callIds) })),
+        },
+        TURN_ENDED: { actions: assign({ paused: undefined }) },
         CLOSED: {
           target: 'closed',
           actions: [
@@ -218,7 +206,19 @@ export const sessionMachine = setup({
         turn: {
           initial: 'idle',
           states: {
-            idle: { always: { guard: 'hasQueued', target: 'running', actions: 'dequeue' } },
+            idle: {
+              always: [
+                { guard: 'hasPaused', target: 'paused' },
+                { guard: 'hasQueued', target: 'running', actions: 'dequeue' },
+              ],
+            },
+            // A turn waits for decisions: only what decides, moves on, cancels or ends it is queued.
+            paused: {
+              always: [
+                { guard: 'notPaused', target: 'idle' },
+                { guard: 'hasQueued', target: 'running', actions: 'dequeue' },
+              ],
+            },
             running: {
               entry: {
                 type: 'operate',
@@ -233,16 +233,9 @@ export const sessionMachine = setup({
                 thinking: {
                   on: {
                     TOOLS_CALLED: [
-                      {
-                        guard: 'callsToRun',
-                        target: 'acting',
-                        actions: assign(({ context, event }) => ({
-                          steps: context.steps + 1,
-                          pendingCalls: event.calls,
-                        })),
-                      },
-                      // Every call of the step was answered in the same write: nothing to wait for.
-                      { actions: assign(({ context }) => ({ steps: context.steps + 1 })) },
+                      { guard: 'callsToRun', target: 'acting', actions: 'stepped' },
+                      // Every call of the step was answered in the same write, or waits: nothing to run.
+                      { actions: 'stepped' },
                     ],
                     STEPS_RESUMED: [
                       {
@@ -279,11 +272,6 @@ export const sessionMachine = setup({
     expired: { type: 'final' },
   },
 });
-
-function track(context: SessionContext, op: OperationRef): SessionContext['inflight'] {
-  if (op.key === undefined || op.fingerprint === undefined) return context.inflight;
-  return { ...context.inflight, [op.key]: { opId: op.id, fingerprint: op.fingerprint } };
-}
 
 export type SessionMachine = typeof sessionMachine;
 export type SessionSnapshot = SnapshotFrom<SessionMachine>;

@@ -165,4 +165,8 @@ export const toolCallRow = (sessionId: string, call: NewToolCall, epoch: number,
   step_usage: call.step_usage === null ? null : JSON.stringify(call.step_usage),
   created_at: at,
   epoch,
+  // A call that must be approved waits, and is never run before its decision.
+  status: call.approval ? 'awaiting_approval' : null,
+  approver: call.approval?.approver ?? null,
+  expires_at: call.approval ? new Date(call.approval.expires_at).toISOString() : null,
 });

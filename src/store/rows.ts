@@ -169,7 +169,14 @@ function toolCalls(r: Row): ToolCallSummary[] | null {
   return raw === null ? null : JSON.parse(raw);
 }
 
-const toolStatuses: readonly NonNullable<ToolCallRecord['status']>[] = ['ok', 'error'];
+const toolStatuses: readonly NonNullable<ToolCallRecord['status']>[] = ['ok', 'error', 'awaiting_approval'];
+const approvers: readonly NonNullable<ToolCallRecord['approver']>[] = ['user', 'operator'];
+const decisions: readonly NonNullable<ToolCallRecord['decision']>[] = ['approved', 'denied'];
+const deciders: readonly NonNullable<ToolCallRecord['decided_by']>[] = ['user', 'operator', 'system'];
+
+/** A column that holds one of `values` or null. */
+const oneOfOrNull = <T extends string>(r: Row, column: string, values: readonly T[]): T | null =>
+  r[column] === null || r[column] === undefined ? null : oneOf(r, column, values);
 
 export const toToolCall = (r: Row): ToolCallRecord => {
   const output = textOrNull(r, 'output');
@@ -182,14 +189,23 @@ export const toToolCall = (r: Row): ToolCallRecord => {
     input: JSON.parse(text(r, 'input')),
     step_text: textOrNull(r, 'step_text'),
     step_usage: usage(r, 'step_usage'),
-    status: r.status === null ? null : oneOf(r, 'status', toolStatuses),
+    status: oneOfOrNull(r, 'status', toolStatuses),
     output: output === null ? null : JSON.parse(output),
     duration_ms: r.duration_ms === null ? null : integer(r, 'duration_ms'),
     created_at: text(r, 'created_at'),
     completed_at: textOrNull(r, 'completed_at'),
     completed_seq: r.completed_seq === null ? null : integer(r, 'completed_seq'),
+    approver: oneOfOrNull(r, 'approver', approvers),
+    expires_at: textOrNull(r, 'expires_at'),
+    decision: oneOfOrNull(r, 'decision', decisions),
+    decided_by: oneOfOrNull(r, 'decided_by', deciders),
+    decision_reason: textOrNull(r, 'decision_reason'),
+    decided_at: textOrNull(r, 'decided_at'),
   };
 };
+
+/** A call waiting for a decision, with the session it belongs to (awaitingApproval reads several). */
+export const toWaitingCall = (r: Row) => ({ ...toToolCall(r), session_id: text(r, 'session_id') });
 
 export const toFeedback = (r: Row): Feedback => ({
   id: text(r, 'id'),

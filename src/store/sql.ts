@@ -254,6 +254,8 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
   // Every parameter cast, so that PostgreSQL knows its type where coalesce cannot tell it.
   const textParam = (value: string | null | undefined) => `CAST(${q.param(value ?? null)} AS TEXT)`;
   const expiresAt = p.expires_at === undefined ? null : instant(p.expires_at);
+  // Set (to a time or to null) only when the patch names it, like close_reason.
+  const wakeAt = p.wake_at === undefined || p.wake_at === null ? null : instant(p.wake_at);
   return q.statement(`UPDATE sessions SET
       status = coalesce(${textParam(p.status)}, status),
       closed_at = coalesce(${textParam(p.closed_at)}, closed_at),
@@ -261,6 +263,8 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
         THEN ${textParam(p.close_reason)} ELSE close_reason END,
       expires_at = coalesce(${textParam(expiresAt)}, expires_at),
       last_message_at = coalesce(${textParam(p.last_message_at)}, last_message_at),
+      wake_at = CASE WHEN CAST(${q.param(p.wake_at === undefined ? 0 : 1)} AS INTEGER) = 1
+        THEN ${textParam(wakeAt)} ELSE wake_at END,
       messages_count = messages_count + CAST(${q.param(write.messages?.length ?? 0)} AS INTEGER),
       snapshot = ${q.param(p.snapshot)}, version = version + 1, updated_at = ${q.param(at)}
     WHERE id = ${q.param(write.session_id)} RETURNING messages_count`);

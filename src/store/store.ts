@@ -27,6 +27,7 @@ export type * from './contract/sessions.ts';
 export { StaleEpochError } from './contract/sessions.ts';
 export type * from './contract/tenants.ts';
 export type * from './contract/tool-calls.ts';
+export { ApprovalConflictError } from './contract/tool-calls.ts';
 export type * from './contract/users.ts';
 export type * from './contract/webhooks.ts';
 

@@ -3,14 +3,26 @@
 // by the webhook events that carry a Session.
 
 import type { z } from 'zod';
-import type { conversationSchema } from '#schemas';
+import type { approvalSchema, conversationSchema } from '#schemas';
 import type { SessionRecord, StoredFile } from './store.ts';
 
-/** The Session resource; the store's record also carries routing fields that stay inside. */
-export const toSession = ({ tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord) => session;
+/** A tool call waiting for a decision, as the records list it. */
+type Approval = z.output<typeof approvalSchema>;
 
-/** The conversation record: no metadata, context or user. */
-export const toConversation = (s: SessionRecord): z.output<typeof conversationSchema> => ({
+/**
+ * The Session resource, with the calls its paused turn waits for (none by default); the store's record also
+ * carries routing fields that stay inside.
+ */
+export const toSession = (
+  { tenant_id: _t, shard: _s, expires_at: _e, ...session }: SessionRecord,
+  pending_approvals: Approval[] = [],
+) => ({ ...session, pending_approvals });
+
+/** The conversation record: no metadata, context or user; only the approvals its end user may decide. */
+export const toConversation = (
+  s: SessionRecord,
+  pending: readonly Approval[] = [],
+): z.output<typeof conversationSchema> => ({
   id: s.id,
   agent_id: s.agent_id,
   status: s.status,
@@ -20,6 +32,7 @@ export const toConversation = (s: SessionRecord): z.output<typeof conversationSc
   close_reason: s.close_reason,
   messages_count: s.messages_count,
   last_message_at: s.last_message_at,
+  pending_approvals: pending.filter((a) => a.approver === 'user'),
 });
 
 /** A file as a front-end sees its conversation's files: no metadata, no session. */

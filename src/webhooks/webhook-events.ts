@@ -107,6 +107,26 @@ export function turnFailedEvent(
   );
 }
 
+/**
+ * turn.awaiting_approval: the turn's calls `approvals` wait for decisions
+ * (docs/internals/decisions.md#approvals); queued in the write that commits them waiting.
+ */
+export function turnAwaitingEvent(
+  session: SessionFacts,
+  turnId: string,
+  approvals: readonly unknown[],
+  at: string,
+): WebhookEvent {
+  return event(
+    session.tenant_id,
+    'turn.awaiting_approval',
+    session.id,
+    session.shard,
+    { ...about(session), turn_id: turnId, approvals },
+    at,
+  );
+}
+
 /** feedback.submitted, built from the feedback as stored (a later one keeps the first id). */
 export const feedbackEvent =
   (session: SessionFacts) =>

@@ -6,14 +6,19 @@
 // key-honouring HTTP tool, and every third send of theirs calls it: each such acknowledged turn's call must
 // have taken effect exactly once (docs/internals/decisions.md#the-durable-step-loop). The SIGKILL comes while
 // a call of one of the victim's sessions waits for the tool's answer, so that at least one turn is resumed by
-// the new owner and its call made again under its key. The lease TTL is 3 s, so that the whole run stays near
-// a minute.
+// the new owner and its call made again under its key. Beside them, sessions of an agent whose tool calls wait
+// for approvals send and decide all along (docs/internals/decisions.md#approvals), one of the victim's turns
+// waiting for its decisions at the SIGKILL: no approved call lost, none applied twice, no denied call seen by
+// the tool. The lease TTL is 3 s, so that the whole run stays near a minute.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { checkApprovalTurns, startApprovalLoad } from '../helpers/approval-load.ts';
+import { approvalAgents } from '../helpers/approvals.ts';
 import { startCluster } from '../helpers/cluster.ts';
 import {
   call,
+  callAnyNode,
   checkEpochOrder,
   checkSessions,
   checkToolTurns,
@@ -48,6 +53,7 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
       context_window: 1_000_000,
     },
     { ...toolAgent(receiver.url), context_window: 1_000_000 },
+    ...approvalAgents(receiver.url).map((agent) => ({ ...agent, context_window: 1_000_000 })),
   ]);
   const cluster = await startCluster(t, {
     nodes: 3,
@@ -77,6 +83,25 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   const victimSessions: string[] = [];
   for (const s of sessions) if ((await cluster.ownerOfSession(s)) === victimId) victimSessions.push(s);
   assert.ok(victimSessions.length > 0, 'the victim owns some of the loaded sessions');
+
+  // Sessions whose turns wait for approvals, created through each node in turn (so two are the victim's), and
+  // one of the victim's whose turn waits at the SIGKILL, decided only afterwards.
+  const approvalSessions = await createSessions(urls, apiKey, 6, 'shop');
+  const pausedAtKill = await call(urls[victim] as string, apiKey, 'POST', '/v1/agents/shop/sessions', {});
+  assert.ok('status' in pausedAtKill && pausedAtKill.status === 201, JSON.stringify(pausedAtKill));
+  const waitingSession = String(pausedAtKill.body.id);
+  const waiting = await call(
+    urls[victim] as string,
+    apiKey,
+    'POST',
+    `/v1/agents/sessions/${waitingSession}/messages`,
+    {
+      content: 'approval 1 [[tool:refund {"value":"at-kill"}]] [[tool:email {"value":"at-kill"}]]',
+    },
+  );
+  assert.ok('status' in waiting && waiting.status === 202, JSON.stringify(waiting));
+  const approvalLoad = startApprovalLoad({ urls, apiKey, sessions: approvalSessions });
+  t.after(() => approvalLoad.stop());
 
   const load = startLoad({
     urls,
@@ -128,6 +153,24 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   );
   t.diagnostic(`every loaded session of the killed owner was acknowledged again within ${recovered} ms`);
 
+  // The turn that waited at the SIGKILL, decided through the live processes.
+  const waitingTurn = waiting.body.turn as { id: string; approvals: { call_id: string; tool: string }[] };
+  const idOf = (tool: string) => waitingTurn.approvals.find((a) => a.tool === tool)?.call_id ?? '';
+  const decided = await callAnyNode(
+    others.map((i) => urls[i] as string),
+    apiKey,
+    'POST',
+    `/v1/agents/sessions/${waitingSession}/turns/${waitingTurn.id}/approvals`,
+    {
+      decisions: [
+        { call_id: idOf('refund'), approved: true },
+        { call_id: idOf('email'), approved: false },
+      ],
+    },
+    { deadlineMs: ttl + 30_000 },
+  );
+  assert.equal(decided.status, 201, JSON.stringify(decided.body));
+
   await cluster.restart(victim);
   await cluster.waitUntilSettled();
 
@@ -148,6 +191,27 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   );
 
   const result = await load.stop();
+  const approvals = await approvalLoad.stop();
+  t.diagnostic(`${approvals.acked.length} approval turns decided, ${approvals.retries} requests sent again`);
+  assert.deepEqual(approvals.failures, []);
+  assert.ok(approvals.acked.length >= approvalSessions.length, 'every approval session decided turns');
+  const approvalProblems = await checkApprovalTurns(
+    urls,
+    apiKey,
+    [
+      ...approvals.acked,
+      {
+        session: waitingSession,
+        seq: 1,
+        turnId: waitingTurn.id,
+        refund: idOf('refund'),
+        replyId: decided.body.agent_message.id,
+      },
+    ],
+    [...approvalSessions, waitingSession],
+    receiver,
+  );
+  assert.deepEqual(approvalProblems, [], approvalProblems.slice(0, 20).join('\n'));
   const keys = receiver.applications.size;
   t.diagnostic(
     `${result.attempts} attempts, ${[...result.acked.values()].reduce((n, a) => n + a.length, 0)} acknowledged; ` +

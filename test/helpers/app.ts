@@ -27,10 +27,14 @@ export async function makeTempDir(prefix = 'parley-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
-export async function buildTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/** An app on a fresh data directory; its store is SQLite there unless `makeStore` gives another. */
+export async function buildTestApp(
+  env: Record<string, string> = {},
+  makeStore: (dataDir: string) => Store = (dir) => new SqliteStore(join(dir, 'parley.db')),
+): Promise<TestApp> {
   const dataDir = await makeTempDir();
   const config = loadConfig({ PARLEY_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env });
-  const store = new SqliteStore(join(dataDir, 'parley.db'));
+  const store = makeStore(dataDir);
   const app = await buildApp(config, { store });
   await app.ready();
 

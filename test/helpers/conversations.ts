@@ -33,6 +33,7 @@ export const recordKeys = [
   'id',
   'last_message_at',
   'messages_count',
+  'pending_approvals',
   'status',
   'updated_at',
 ];

@@ -1,7 +1,8 @@
 // A real HTTP tool on loopback that honours the Idempotency-Key (docs/guides/tools.md#exactly-once), for
 // tests of tool calls across crashes and failovers: it records every call, takes effect once per key (a
 // repeated key is answered with the stored result), and can hold its answers (all, or those a test picks) so
-// that a test acts while a call is in flight.
+// that a test acts while a call is in flight, or keep calls at its gate, unread, so that a test acts before a
+// call has reached the tool at all.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { writeFile } from 'node:fs/promises';
@@ -52,6 +53,17 @@ export interface ToolReceiver {
   hold(match?: (request: ToolRequest) => boolean): void;
   /** Answers every held request and stops holding. */
   release(): void;
+  /**
+   * From now on the requests that `match` selects wait at the gate, not read as calls (no effect, not in
+   * `requests`) until openGate(); one whose caller goes away meanwhile never reaches the tool (`dropped`).
+   */
+  gate(match?: (body: ToolCallBody | null) => boolean): void;
+  /** Lets every request waiting at the gate in, and stops gating. */
+  openGate(): void;
+  /** Resolves once `count` requests waiting at the gate in all have been dropped (their callers gone). */
+  dropped(count: number): Promise<void>;
+  /** Resolves once one more request waits at the gate. */
+  nextGated(): Promise<void>;
   /** Resolves with the next request to arrive after this call that `match` selects (by default any). */
   nextRequest(match?: (request: ToolRequest) => boolean): Promise<ToolRequest>;
   /** Resolves once `count` requests in all have arrived (at once if they have), with the last of them. */
@@ -90,6 +102,13 @@ export async function startToolReceiver(
   /** Each waiter is told of every request that arrives, and is done once it says so. */
   const waiters: Array<(request: ToolRequest) => boolean> = [];
   let holding: ((request: ToolRequest) => boolean) | null = null;
+  let gating: ((body: ToolCallBody | null) => boolean) | null = null;
+  const atGate = new Set<() => void>();
+  let droppedAtGate = 0;
+  const gateWaiters: Array<() => boolean> = [];
+  const tellGate = () => {
+    for (const waiter of gateWaiters.splice(0)) if (!waiter()) gateWaiters.push(waiter);
+  };
 
   const answer = (res: ServerResponse, status: number, body: unknown) => {
     // The caller may be gone (its process killed while the answer was held): nothing is left to tell.
@@ -113,6 +132,20 @@ export async function startToolReceiver(
       body = callBody.parse(JSON.parse(raw));
     } catch {
       // Recorded as it came, for the test to see; no effect.
+    }
+    if (gating?.(body)) {
+      const waiting = await new Promise<boolean>((enter) => {
+        const letIn = () => enter(true);
+        atGate.add(letIn);
+        res.once('close', () => {
+          if (!atGate.delete(letIn)) return;
+          droppedAtGate++;
+          enter(false);
+        });
+        tellGate();
+      });
+      tellGate();
+      if (!waiting) return;
     }
     const request: ToolRequest = { key, headers: req.headers, body, raw, at: Date.now() };
     requests.push(request);
@@ -156,6 +189,12 @@ export async function startToolReceiver(
         return true;
       });
     });
+  const openGate = () => {
+    gating = null;
+    const waiting = [...atGate];
+    atGate.clear();
+    for (const letIn of waiting) letIn();
+  };
   const receiver: ToolReceiver = {
     url: `http://127.0.0.1:${address.port}/record`,
     requests,
@@ -167,8 +206,31 @@ export async function startToolReceiver(
     release,
     nextRequest,
     received,
+    gate(match = () => true) {
+      gating = match;
+    },
+    openGate,
+    dropped: (count) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          if (droppedAtGate < count) return false;
+          resolve();
+          return true;
+        };
+        if (!done()) gateWaiters.push(done);
+      }),
+    nextGated: () =>
+      new Promise<void>((resolve) => {
+        const seen = atGate.size;
+        gateWaiters.push(() => {
+          if (atGate.size <= seen) return false;
+          resolve();
+          return true;
+        });
+      }),
     keysOf: (match) => [...new Set(requests.filter(match).map((r) => r.key))],
     async close() {
+      openGate();
       release();
       server.closeAllConnections();
       if (server.listening) await new Promise((resolve) => server.close(resolve));

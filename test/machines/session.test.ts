@@ -7,11 +7,8 @@ import { describe, it } from 'node:test';
 import { createActor } from 'xstate';
 import {
   mayCallTools,
-  type OperationRef,
-  type RejectCode,
   type SessionContext,
   type SessionEvent,
-  type SessionInput,
   type SessionMachine,
   type SessionSnapshot,
   sessionMachine,
@@ -23,69 +20,7 @@ import {
   persistedSnapshot,
 } from '../../src/machines/session-snapshot.ts';
 
-const SESSION = 'sess_1';
-const EXPIRES = 1_000_000;
-const BEFORE = EXPIRES - 1;
-
-/** A machine with recording side effects and hand-finished operations. */
-function harness() {
-  const started: string[] = [];
-  /** Running operations: what finishes each (DONE to the actor that started it). */
-  const pending = new Map<string, () => void>();
-  const rejected: { op: string; code: RejectCode }[] = [];
-  const joined: { op: string; target: string }[] = [];
-  const rejectedAll: { ops: string[]; code: RejectCode }[] = [];
-  const machine: SessionMachine = sessionMachine.provide({
-    actions: {
-      operate: ({ self }, { op }) => {
-        started.push(op.id);
-        pending.set(op.id, () => self.send({ type: 'DONE', opId: op.id }));
-      },
-      reject: (_, { op, code }) => rejected.push({ op: op.id, code }),
-      join: (_, { op, target }) => joined.push({ op: op.id, target }),
-      rejectAll: (_, { ops, code }) => rejectedAll.push({ ops: ops.map((o) => o.id), code }),
-    },
-  });
-  const finish = (id: string) => {
-    const done = pending.get(id);
-    assert.ok(done, `operation ${id} is not running`);
-    pending.delete(id);
-    done();
-  };
-  return {
-    machine,
-    started,
-    rejected,
-    joined,
-    rejectedAll,
-    start(input: Partial<SessionInput> = {}) {
-      return createActor(machine, { input: { sessionId: SESSION, expiresAt: EXPIRES, ...input } }).start();
-    },
-    /** The operation succeeded: the host answered its callers and sends DONE. */
-    async resolve(id: string) {
-      finish(id);
-      await flush();
-    },
-    /** The operation failed: to the machine the same as success, DONE. */
-    async fail(id: string) {
-      finish(id);
-      await flush();
-    },
-  };
-}
-
-/** Lets pending microtasks run, as between two of the host's events. */
-async function flush(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-}
-
-function op(id: string, extra: Partial<OperationRef> = {}): OperationRef {
-  return { id, kind: 'send', ...extra };
-}
-
-function submit(o: OperationRef, at = BEFORE): SessionEvent {
-  return { type: 'SUBMIT', op: o, at };
-}
+import { EXPIRES, harness, op, SESSION, submit } from '../helpers/machine.ts';
 
 /** The context of a session with nothing in flight. */
 function settledContext(overrides: Partial<SessionContext> = {}): SessionContext {

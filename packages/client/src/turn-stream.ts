@@ -19,8 +19,11 @@ const KNOWN_EVENTS: Record<AnyTurnEvent['event'], true> = {
   'message.delta': true,
   'tool.started': true,
   'tool.completed': true,
+  'tool.approval_requested': true,
   'message.completed': true,
   'turn.completed': true,
+  'turn.awaiting_approval': true,
+  'turn.cancelled': true,
   'turn.failed': true,
 };
 const known = new Set(Object.keys(KNOWN_EVENTS));

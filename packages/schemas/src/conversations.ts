@@ -20,6 +20,7 @@ export const conversationSchema = sessionSchema
     close_reason: true,
     messages_count: true,
     last_message_at: true,
+    pending_approvals: true,
   })
   .meta({ id: 'Conversation', examples: [conversationExample] });
 

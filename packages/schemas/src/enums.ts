@@ -5,8 +5,15 @@
 export const SESSION_STATUSES = ['active', 'closed', 'expired'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
-/** Why a model's reply ended. */
-export const STOP_REASONS = ['end', 'max_tokens', 'max_steps', 'content_filter', 'error'] as const;
+/** Why a model's reply ended; `cancelled` when its turn was cancelled (the text so far is the reply). */
+export const STOP_REASONS = [
+  'end',
+  'max_tokens',
+  'max_steps',
+  'content_filter',
+  'error',
+  'cancelled',
+] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
 /** The events a webhook endpoint can subscribe to. */
@@ -15,6 +22,7 @@ export const WEBHOOK_EVENT_TYPES = [
   'session.expired',
   'turn.completed',
   'turn.failed',
+  'turn.awaiting_approval',
   'feedback.submitted',
   'user.deleted',
 ] as const;

@@ -1,5 +1,6 @@
 // Schemas of a run: an agent run once on 1 to 10 messages, in a new session that stays active.
 import { z } from 'zod';
+import { pausedExample, pausedReply } from './approvals.ts';
 import { metadataSchema } from './common.ts';
 import { messageExample, messageRequest, messageSchema } from './messages.ts';
 import { contextSchema, sessionExample, userLookup } from './sessions.ts';
@@ -23,6 +24,11 @@ export const runRequest = z
       },
     ],
   });
+
+/** A run whose turn waits for decisions (a send's 202 answer), with the session it created. */
+export const runPaused = pausedReply
+  .extend({ session_id: z.string() })
+  .meta({ id: 'RunPaused', examples: [{ ...pausedExample, session_id: sessionExample.id }] });
 
 export const runResult = z
   .object({ agent_message: messageSchema, session_id: z.string() })

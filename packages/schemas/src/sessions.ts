@@ -2,6 +2,7 @@
 // answered, the path that names one, listing them, and terminating one (shared with the public family's
 // conversations).
 import { z } from 'zod';
+import { approvalSchema } from './approvals.ts';
 import { jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
 import { SESSION_STATUSES } from './enums.ts';
 import { userExample, userReference } from './users.ts';
@@ -54,6 +55,7 @@ export const sessionExample = {
   close_reason: null,
   context: { plan: 'pro' },
   metadata: { crm_ticket: 'T-1042' },
+  pending_approvals: [],
 };
 
 export const sessionSchema = z
@@ -70,6 +72,10 @@ export const sessionSchema = z
     close_reason: z.string().nullable(),
     context: z.record(z.string(), z.unknown()),
     metadata: z.record(z.string(), z.unknown()),
+    pending_approvals: z.array(approvalSchema).meta({
+      description:
+        'The tool calls a paused turn waits for; empty when none. The conversation family sees only those its end user may decide',
+    }),
   })
   .meta({ id: 'Session', examples: [sessionExample] });
 

@@ -2,7 +2,8 @@
 // (sseResponse) and typed for @parley/client, whose TurnEvent comes from here. Built for a message schema,
 // because the families show messages differently (the public one without metadata).
 import { z } from 'zod';
-import { errorEnvelope } from './common.ts';
+import { approvalSchema, approverSchema } from './approvals.ts';
+import { errorEnvelope, timestamp } from './common.ts';
 import { conversationMessageSchema, messageSchema, usageSchema } from './messages.ts';
 import { sessionStatus } from './sessions.ts';
 
@@ -12,8 +13,11 @@ export const TURN_EVENT_NAMES = [
   'message.delta',
   'tool.started',
   'tool.completed',
+  'tool.approval_requested',
   'message.completed',
   'turn.completed',
+  'turn.awaiting_approval',
+  'turn.cancelled',
   'turn.failed',
 ] as const;
 
@@ -74,6 +78,28 @@ export function turnEventSchema<M extends z.ZodType, U extends z.ZodType>(messag
       "The tool call's result is stored",
     ),
     event(
+      'tool.approval_requested',
+      z.object({
+        turn_id: turnId,
+        call_id: z.string(),
+        tool: z.string(),
+        input: z.unknown(),
+        approver: approverSchema,
+        expires_at: timestamp,
+      }),
+      'The tool call is stored and waits for a decision: it runs only once approved (the conversation family is told only of calls its end user may decide)',
+    ),
+    event(
+      'turn.awaiting_approval',
+      z.object({
+        turn_id: turnId,
+        approvals: z.array(approvalSchema).meta({
+          description: 'The calls still waiting when the event is sent (those the caller may decide)',
+        }),
+      }),
+      "The turn's step waits for decisions; the last event of this part of the turn (a decision goes on with it)",
+    ),
+    event(
       'message.completed',
       z.object({ turn_id: turnId, message }),
       'The reply is stored: the same message a plain send answers',
@@ -87,6 +113,11 @@ export function turnEventSchema<M extends z.ZodType, U extends z.ZodType>(messag
         usage: usage.nullable().meta({ description: 'Null when no model was called now' }),
       }),
       'The last event of a turn that ended with a reply',
+    ),
+    event(
+      'turn.cancelled',
+      z.object({ turn_id: turnId, session_id: z.string(), conversation_status: sessionStatus }),
+      'The last event of a cancelled turn: its reply (message.completed, stop_reason cancelled) holds what was written until then',
     ),
     event(
       'turn.failed',
@@ -121,7 +152,7 @@ export type ConversationTurnEvent = z.output<
 /** The 200 answer of a streamed send, for the OpenAPI document. */
 export const sseResponse = {
   description:
-    'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed)',
+    'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed, or turn.cancelled); a turn whose calls wait for decisions tells tool.approval_requested and ends with turn.awaiting_approval',
   content: {
     'text/event-stream': {
       // Each event of the stream is one of these (the message is the family's: with metadata for an API key).

@@ -9,6 +9,7 @@ import { AppError } from '../../errors.ts';
 import type { Store } from '../../store/store.ts';
 import { keySession } from '../auth/session-target.ts';
 import { onSession } from '../server/route-config.ts';
+import { registerApprovalRoutes } from '../turns/approvals.ts';
 import { registerChatRoute } from '../turns/chat.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { registerResumeRoute } from '../turns/resume.ts';
@@ -26,11 +27,13 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
     param: 'session_id',
     target: keySession,
     endUser: false,
+    by: 'operator',
     view: () => ({ message: (m) => m, tools: true }),
   };
   registerSendRoutes(app, '/v1/agents/sessions/:session_id/messages', family, options);
   registerChatRoute(app, '/v1/agents/sessions/:session_id/chat', family, options);
   registerResumeRoute(app, '/v1/agents/sessions/:session_id', family, options);
+  registerApprovalRoutes(app, '/v1/agents/sessions/:session_id', family, options);
 
   app.get(
     '/v1/agents/sessions/:session_id/messages',

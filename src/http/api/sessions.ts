@@ -61,7 +61,8 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         { status, agent_id, user_id, ...(agents.includes('*') ? {} : { agent_ids: agents }) },
         { limit, offset },
       );
-      return { items: page.items.map(toSession), next_offset: page.next_offset };
+      const pending = await sessions.pendingApprovals(page.items.map((s) => s.id));
+      return { items: page.items.map((s) => toSession(s, pending.get(s.id))), next_offset: page.next_offset };
     },
   );
 
@@ -78,7 +79,8 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
     },
     async (request) => {
       const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
-      return toSession(await sessions.getSession(tenantId, sessionId, authorize));
+      const session = await sessions.getSession(tenantId, sessionId, authorize);
+      return toSession(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
     },
   );
 

@@ -2,74 +2,26 @@
 // generated clients, what its success answer is, and which error codes of the catalogue (src/errors.ts)
 // it can answer with, so that each status's description lists codes that exist and cannot drift.
 import { type ErrorCode, errorCatalogue } from '../../errors.ts';
+import {
+  A,
+  agent,
+  apiKey,
+  ending,
+  fileErrors,
+  type OperationDoc,
+  P,
+  session,
+  token,
+  turn,
+  upload,
+  webhooks,
+} from './operation-parts.ts';
+import { turnOperationDocs } from './turn-operations.ts';
 
-export interface OperationDoc {
-  /** camelCase, stable: a generated client's method name. */
-  id: string;
-  /** What the operation does and what a client must know of it (Markdown, a few sentences). */
-  description: string;
-  /** Description of the success answer. */
-  ok: string;
-  /** The catalogue codes the operation can answer with (a 422 body is declared by the route's schema). */
-  errors: readonly ErrorCode[];
-  /** A send honouring Idempotency-Key: a replayed answer carries Idempotent-Replayed. */
-  replays?: boolean;
-  /** Served unauthenticated (`security: []`). */
-  open?: boolean;
-}
+export { genericErrors, type OperationDoc } from './operation-parts.ts';
 
-/** What any operation may answer, from the framework, the process or the cluster rather than the operation. */
-export const genericErrors: readonly ErrorCode[] = [
-  'bad_request',
-  'request_timeout',
-  'payload_too_large',
-  'unsupported_media_type',
-  'shard_not_owned',
-  'host_not_allowed',
-  'headers_too_large',
-  'internal_error',
-  'service_unavailable',
-];
-
-const apiKey: ErrorCode[] = ['unauthorized', 'invalid_api_key', 'rate_limited'];
-const agent: ErrorCode[] = [...apiKey, 'agent_forbidden', 'agent_not_found'];
-const session: ErrorCode[] = [...apiKey, 'agent_forbidden', 'session_not_found', 'shard_moving'];
-const token: ErrorCode[] = [
-  'unauthorized',
-  'session_token_invalid',
-  'session_token_expired',
-  'forbidden',
-  'conversation_not_found',
-  'rate_limited',
-  'shard_moving',
-];
-/** What a turn may end in, besides its family's errors. */
-const turn: ErrorCode[] = [
-  'file_not_found',
-  'session_closed',
-  'session_expired',
-  'session_busy',
-  'session_message_limit_reached',
-  'idempotency_key_reused',
-  'agent_unavailable',
-  'agent_rejected',
-  'agent_misconfigured',
-  'agent_rate_limited',
-  'agent_timeout',
-  'turn_interrupted',
-];
-const upload: ErrorCode[] = ['file_too_large', 'tenant_file_quota', 'unsupported_media_type'];
-/** A file of a conversation is the key's only where the key may use the conversation's agent. */
-const fileErrors: ErrorCode[] = [...apiKey, 'agent_forbidden', 'file_not_found'];
-const ending: ErrorCode[] = ['session_closed', 'session_expired'];
-/** Webhook endpoints are managed with a key for every agent. */
-const webhooks: ErrorCode[] = [...apiKey, 'forbidden'];
-
-const A = '/v1/agents';
-const P = '/v1/public/agents/conversations/{conversation_id}';
-
-/** Every documented operation, by `METHOD /path` as the document writes it. */
 export const operationDocs: Record<string, OperationDoc> = {
+  ...turnOperationDocs,
   'GET /healthz': {
     id: 'getHealth',
     description:
@@ -197,8 +149,8 @@ export const operationDocs: Record<string, OperationDoc> = {
   [`POST ${A}/sessions/{session_id}/messages`]: {
     id: 'sendMessage',
     description:
-      'Stores the message and answers the agent\'s reply, once it is stored too. One operation runs at a time per session, in arrival order; up to 8 more wait, and the next is 409 `session_busy`. With an `Idempotency-Key` (kept 24 h per session) a retry of the same body replays the stored reply with `Idempotent-Replayed: true`, and finishes a turn whose reply was lost; a different body under the key is 409 `idempotency_key_reused`. `role: "assistant"` stores your own message without calling the model. A failed model call keeps the user\'s message, and the session stays active.',
-    ok: "The agent's reply",
+      'Stores the message and answers the agent\'s reply, once it is stored too. One operation runs at a time per session, in arrival order; up to 8 more wait, and the next is 409 `session_busy`. With an `Idempotency-Key` (kept 24 h per session) a retry of the same body replays the stored reply with `Idempotent-Replayed: true`, and finishes a turn whose reply was lost; a different body under the key is 409 `idempotency_key_reused`. `role: "assistant"` stores your own message without calling the model. A failed model call keeps the user\'s message, and the session stays active. When a tool call must be approved first, the turn pauses and the answer is 202 with the calls it waits for (`decideApprovals` goes on with it); while it waits, a new send is 409 `approval_pending`.',
+    ok: "The agent's reply (201), or the approvals the paused turn waits for (202)",
     errors: [...session, ...turn],
     replays: true,
   },

@@ -28,6 +28,7 @@ import { feedbackEvent } from '../../webhooks/webhook-events.ts';
 import { tokenSession } from '../auth/session-target.ts';
 import { tokenOf } from '../auth/session-token.ts';
 import { onConversation } from '../server/route-config.ts';
+import { registerApprovalRoutes } from '../turns/approvals.ts';
 import { registerChatRoute } from '../turns/chat.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { registerResumeRoute } from '../turns/resume.ts';
@@ -58,7 +59,8 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     },
     async (request) => {
       const { tenantId, sessionId, authorize } = tokenSession(request);
-      return toConversation(await sessions.getSession(tenantId, sessionId, authorize));
+      const session = await sessions.getSession(tenantId, sessionId, authorize);
+      return toConversation(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
     },
   );
 
@@ -83,11 +85,13 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
     param: 'conversation_id',
     target: tokenSession,
     endUser: true,
+    by: 'user',
     view,
   };
   registerSendRoutes(app, '/:conversation_id/messages', family, options);
   registerChatRoute(app, '/:conversation_id/chat', family, options);
   registerResumeRoute(app, '/:conversation_id', family, options);
+  registerApprovalRoutes(app, '/:conversation_id', family, options);
 
   app.post(
     '/:conversation_id/feedback',

@@ -138,18 +138,21 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
         const message = result.agent_message;
         if (!started) {
           // Nothing ran now (a replay, or a join of the same request still running): tell the whole reply.
-          chunks.start(message.id, { turn_id: result.turn_id, session_id: options.sessionId });
-          for (const { id, name, input, status, output } of message.tool_calls ?? []) {
+          chunks.start(message?.id ?? null, { turn_id: result.turn_id, session_id: options.sessionId });
+          for (const { id, name, input, status, output } of message?.tool_calls ?? []) {
             chunks.toolStarted({ call_id: id, name, input });
             chunks.toolCompleted({ call_id: id, name, status, output });
           }
-          chunks.text(message.content.map((b) => (b.type === 'text' ? b.text : '')).join(''));
+          chunks.text(message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
           begin(result.replayed);
-        } else options.turns.finish(live, { ok: result });
-        chunks.finish(finishReasons[message.stop_reason ?? 'none'], {
-          stop_reason: message.stop_reason,
+        } else options.turns.finish(live, message ? { ok: result } : { paused: true });
+        // A turn that waits for decisions ends this stream without a reply; its state says so (the AI SDK's
+        // own approval parts are not spoken here yet).
+        chunks.finish(finishReasons[message?.stop_reason ?? 'none'], {
+          stop_reason: message?.stop_reason ?? null,
           conversation_status: result.session_status,
           usage: result.usage,
+          ...(message ? {} : { turn_status: 'awaiting_approval' }),
         });
       },
       (err: unknown) => {
@@ -170,6 +173,7 @@ const finishReasons: Record<StopReason | 'none', FinishReason> = {
   content_filter: 'content-filter',
   max_steps: 'other',
   error: 'error',
+  cancelled: 'other',
   none: 'other',
 };
 

@@ -1,22 +1,42 @@
 // A turn's log as Server-Sent Events (docs/internals/decisions.md#streaming), from any point of it. Event ids
 // are `<turn_id>:<seq>`: turn.started is 0; a delta's seq is 1 + the units told up to its end, where a unit
-// is a character of reply text or (where the caller sees them) a tool event; message.completed and
-// turn.completed (or turn.failed) follow at +2 and +3. So an id names a place in the turn whatever the
-// deltas' sizes were, and a stream resumed after it (Last-Event-ID) sends exactly what follows, from a live
-// turn or a replayed one alike.
+// is a character of reply text, a tool event or an approval request (where the caller sees them), or a pause
+// (turn.awaiting_approval); message.completed and turn.completed (or turn.cancelled, or turn.failed) follow at
+// +2 and +3. So an id names a place in the turn whatever the deltas' sizes were, and a stream resumed after it
+// (Last-Event-ID) sends exactly what follows, from a live turn or a replayed one alike; a turn that paused
+// ends its stream at the pause, and the stream of the decision that lets it go on starts after it.
+
 import { type MessageView, publicMessage } from '../../actors/public-message.ts';
+import type { Approval } from '../../actors/step-approvals.ts';
 import { AppError } from '../../errors.ts';
-import type { TurnLog } from './log.ts';
+import { type TurnLog, type Visibility, visible, visibleUnits } from './log.ts';
 import type { SseStream } from './sse.ts';
 
-export interface TurnEventsOptions {
+export interface TurnEventsOptions extends Visibility {
   sessionId: string;
   /** How the family shows the turn's messages (the public family without their metadata). */
   view: MessageView;
-  /** Whether tool events are sent and counted (the API-key family; the public one where the agent exposes tools). */
-  showTools: boolean;
   /** The seq of the last event the client has; null sends the turn from its start. */
   after: number | null;
+}
+
+/** The approvals a caller that sees `v` is shown. */
+const shownApprovals = (approvals: readonly Approval[], v: Visibility) =>
+  v.allApprovals ? approvals : approvals.filter((a) => a.approver === 'user');
+
+/**
+ * The seq of the pause of step `step` in `log` as a caller that sees `v` counts it (the last pause without a
+ * step); null when the log holds none.
+ */
+export function pauseSeq(log: TurnLog, v: Visibility, step?: number): number | null {
+  let units = 0;
+  let found: number | null = null;
+  for (const item of log.items) {
+    if ('text' in item) units += item.text.length;
+    else if (visible(item, v)) units++;
+    if ('pause' in item && (step === undefined || item.pause.step === step)) found = units + 1;
+  }
+  return found;
 }
 
 /** Writes a log's events to a stream as they become available; `pump` after every change of the log. */
@@ -66,13 +86,12 @@ export class TurnEventWriter {
     };
     while (this.#item < log.items.length) {
       const item = log.items[this.#item] as (typeof log.items)[number];
-      if ('tool' in item) {
+      if (!('text' in item)) {
         this.#item++;
-        if (!this.#o.showTools) continue;
+        if (!visible(item, this.#o)) continue;
         flush();
         this.#units++;
-        if (this.#units > skip)
-          this.#sse.send(item.tool, `${turnId}:${this.#units + 1}`, { turn_id: turnId, ...item.data });
+        if (this.#units > skip) this.#sendItem(turnId, item);
         if (this.#sse.backedUp) return;
         continue;
       }
@@ -90,6 +109,17 @@ export class TurnEventWriter {
     if (log.end && this.#item >= log.items.length) this.#finish();
   }
 
+  /** A tool event, an approval request or a pause, at the units told up to it. */
+  #sendItem(turnId: string, item: Exclude<TurnLog['items'][number], { text: string }>): void {
+    const id = `${turnId}:${this.#units + 1}`;
+    if ('tool' in item) this.#sse.send(item.tool, id, { turn_id: turnId, ...item.data });
+    else
+      this.#sse.send('turn.awaiting_approval', id, {
+        turn_id: turnId,
+        approvals: shownApprovals(item.pause.approvals, this.#o),
+      });
+  }
+
   #finish(): void {
     const log = this.#log;
     const { after } = this.#o;
@@ -99,26 +129,30 @@ export class TurnEventWriter {
     this.#done = true;
     const at = (offset: number) => this.#units + offset;
     const due = (seq: number) => after === null || seq > after;
-    if ('ok' in end) {
+    if ('paused' in end) {
+      // The pause was the last event told: the stream of this part of the turn ends there.
+    } else if ('ok' in end) {
       const result = end.ok;
-      if (due(at(2)))
+      const message = result.agent_message;
+      if (message && due(at(2)))
         this.#sse.send('message.completed', `${turnId}:${at(2)}`, {
           turn_id: turnId,
-          message: this.#o.view(result.agent_message),
+          message: this.#o.view(message),
         });
+      const cancelled = message?.stop_reason === 'cancelled';
       if (due(at(3)))
-        this.#sse.send('turn.completed', `${turnId}:${at(3)}`, {
+        this.#sse.send(cancelled ? 'turn.cancelled' : 'turn.completed', `${turnId}:${at(3)}`, {
           turn_id: turnId,
           session_id: this.#o.sessionId,
           conversation_status: result.session_status,
-          usage: result.usage,
+          ...(cancelled ? {} : { usage: result.usage }),
         });
     } else {
       // A rebuilt turn holds what was stored, and its stream may have told more (the text of its last step).
       // A failure remembered here ends where its stream ended; an interrupted turn, after what the client holds.
       const told = log.toldBeforeFailure;
       const seq = told
-        ? told.text + (this.#o.showTools ? told.tools : 0) + 2
+        ? visibleUnits(told, this.#o) + 2
         : log.rebuilt
           ? Math.max(at(2), (after ?? 0) + 1)
           : at(2);

@@ -38,6 +38,7 @@ export function registerResumeRoute(
     async (request, reply) => {
       const target = family.target(request, request.params[family.param] ?? '');
       const session = await sessions.getSession(target.tenantId, target.sessionId, target.authorize);
+      const paused = (await sessions.pausedTurnId(target.sessionId)) === request.params.turn_id;
       const turnId = request.params.turn_id;
       const header = request.headers['last-event-id'];
       const after =
@@ -48,14 +49,13 @@ export function registerResumeRoute(
             : null;
       const log =
         turns.get(target.sessionId, turnId) ??
-        (await storedTurn(
-          store,
-          target.sessionId,
+        (await storedTurn(store, {
+          sessionId: target.sessionId,
           turnId,
-          session.status,
-          undefined,
-          turns.failure(target.sessionId, turnId),
-        ));
+          sessionStatus: session.status,
+          failure: turns.failure(target.sessionId, turnId),
+          paused,
+        }));
       if (!log)
         throw new AppError('turn_not_found', undefined, {
           context: { [family.param]: target.sessionId, turn_id: turnId },
@@ -65,6 +65,7 @@ export function registerResumeRoute(
         sessionId: target.sessionId,
         view: view.message,
         showTools: view.tools,
+        allApprovals: family.by === 'operator',
         after,
         pingMs,
       });

@@ -9,17 +9,21 @@ import { z } from 'zod';
 import {
   agentReply,
   authErrors,
+  conversationPausedReply,
   conversationReply,
   idempotencyHeaders,
   type MessageRequest,
   messageRequest,
+  pausedReply,
   sseResponse,
   turnErrors,
 } from '#schemas';
 import type { TurnObserver } from '../../actors/operation-context.ts';
 import { type MessageView, type PublicMessage, publicMessage } from '../../actors/public-message.ts';
-import type { SessionService } from '../../actors/session-service.ts';
+import type { SendResult, SessionService } from '../../actors/session-service.ts';
+import type { Approval } from '../../actors/step-approvals.ts';
 import { AppError, sessionNotFound } from '../../errors.ts';
+import type { Approver } from '../../machines/session.ts';
 import type { PageRequest, Store } from '../../store/store.ts';
 import type { SessionTarget } from '../auth/session-target.ts';
 import type { LiveTurns } from './log.ts';
@@ -42,6 +46,32 @@ export interface SendFamily {
    * metadata.
    */
   endUser: boolean;
+  /**
+   * Who the caller is to approvals (docs/internals/decisions.md#approvals): the end user (`user`, sees and
+   * decides only its own calls) or the integrator (`operator`, every call).
+   */
+  by: Approver;
+}
+
+/** The 202 answer of a turn that waits for decisions, showing the approvals the caller may decide. */
+export const pausedAnswer = (turnId: string, approvals: readonly Approval[], by: Approver) => ({
+  agent_message: null,
+  turn: {
+    id: turnId,
+    status: 'awaiting_approval' as const,
+    approvals: by === 'operator' ? [...approvals] : approvals.filter((a) => a.approver === 'user'),
+  },
+});
+
+/** A send's answer: 201 with the reply, or 202 while the turn waits for decisions. */
+export function turnAnswer(result: SendResult, family: SendFamily, request: FastifyRequest) {
+  if (result.agent_message === null) {
+    return { status: 202 as const, body: pausedAnswer(result.turn_id, result.approvals ?? [], family.by) };
+  }
+  return {
+    status: 201 as const,
+    body: { agent_message: family.view(request).message(result.agent_message) },
+  };
 }
 
 export interface SendOptions {
@@ -89,18 +119,21 @@ export function registerSendRoutes(
       operation: stream ? 'stream' : 'plain',
       ownFilesOnly: family.endUser,
       observer: stream?.observer,
+      by: family.by,
     });
 
   app.post(
     path,
-    options("Send a message and get the agent's reply", {
+    options("Send a message and get the agent's reply (202 while tool calls wait for decisions)", {
       201: family.endUser ? conversationReply : agentReply,
+      202: family.endUser ? conversationPausedReply : pausedReply,
     }),
     async (request, reply) => {
       const target = targetOf(request, request.params, request.body);
       const result = await send(target, request.body, request.headers['idempotency-key']);
       if (result.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(201).send({ agent_message: family.view(request).message(result.agent_message) });
+      const { status, body } = turnAnswer(result, family, request);
+      return reply.code(status).send(body);
     },
   );
 
@@ -119,6 +152,7 @@ export function registerSendRoutes(
         pingMs,
         view: view.message,
         showTools: view.tools,
+        allApprovals: family.by === 'operator',
       });
     },
   );

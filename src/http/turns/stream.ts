@@ -1,8 +1,10 @@
 // A turn as a stream of events (docs/internals/decisions.md#streaming): turn.started once the user's message
 // is stored, message.delta as the model writes, message.completed once the reply is stored, then
-// turn.completed; or turn.failed. Tool events (`tool.started`, `tool.completed`) are sent only where the
-// caller sees tool calls. The turn's log is listed in LiveTurns while it runs, so that a dropped client can
-// resume it (resume.ts) from any event.
+// turn.completed (or turn.cancelled); or turn.failed. Tool events (`tool.started`, `tool.completed`) are sent
+// only where the caller sees tool calls; a turn whose calls wait for decisions tells their approval requests
+// and ends with turn.awaiting_approval. The turn's log is listed in LiveTurns while it runs, so that a
+// dropped client can resume it (resume.ts) from any event. A decision's stream is the same turn going on: it
+// starts after the pause it decided (`startAfter`).
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { TurnObserver } from '../../actors/operation-context.ts';
 import type { MessageView } from '../../actors/public-message.ts';
@@ -11,22 +13,25 @@ import { AppError } from '../../errors.ts';
 import type { Store } from '../../store/store.ts';
 import { countOpenStream } from '../server/metrics.ts';
 import { asAppError, type TurnEventsOptions, TurnEventWriter } from './events.ts';
-import type { LiveTurns, TurnLog } from './log.ts';
+import type { LiveTurns, TurnLog, Visibility } from './log.ts';
 import { storedTurn } from './replay.ts';
 import { SSE_HEADERS, SseStream } from './sse.ts';
 
-export interface TurnStreamOptions {
+export interface TurnStreamOptions<R extends SendResult = SendResult> extends Visibility {
   sessionId: string;
   /** Runs the send with the observer this stream provides. */
-  run(observer: TurnObserver): Promise<SendResult>;
+  run(observer: TurnObserver): Promise<R>;
   store: Store;
   turns: LiveTurns;
   log: FastifyBaseLogger;
   pingMs?: number;
   /** How the family shows the turn's messages (the public family without their metadata). */
   view: MessageView;
-  /** Whether tool events are sent (the API-key family; the public one where the agent exposes tools). */
-  showTools: boolean;
+  /**
+   * The seq after which the stream starts: null (the default) from turn.started; a decision's stream after
+   * the pause it decided. Given the log it answers with, and the result when nothing ran now.
+   */
+  startAfter?(log: TurnLog, result: R | null): number | null;
 }
 
 /**
@@ -34,31 +39,45 @@ export interface TurnStreamOptions {
  * them as JSON); errors after it end the stream with turn.failed. The turn does not depend on the
  * client: if it goes away, the reply is still completed and stored.
  */
-export function streamTurn(reply: FastifyReply, options: TurnStreamOptions): Promise<FastifyReply> {
-  const { sessionId, turns } = options;
-  const live = turns.open(sessionId);
+export function streamTurn<R extends SendResult>(
+  reply: FastifyReply,
+  options: TurnStreamOptions<R>,
+): Promise<FastifyReply> {
+  const { sessionId, turns, store } = options;
+  const live = turns.open(sessionId, (turnId) =>
+    storedTurn(store, { sessionId, turnId, sessionStatus: 'active', open: true }),
+  );
   return new Promise<FastifyReply>((resolve, reject) => {
     let answered = false;
-    const answer = (log: TurnLog, replayed: boolean) => {
+    const answer = (log: TurnLog, replayed: boolean, result: R | null) => {
       answered = true;
-      resolve(answerWithLog(reply, log, { ...options, after: null }, replayed));
+      const after = options.startAfter?.(log, result) ?? null;
+      resolve(answerWithLog(reply, log, { ...options, after }, replayed));
     };
     live.follow(() => {
-      if (!answered && live.hasStarted) answer(live, false);
+      if (!answered && live.hasStarted) answer(live, false, null);
     });
 
     options.run(live).then(
       async (result) => {
-        if (answered) return turns.finish(live, { ok: result });
-        // Nothing ran now (a replay, or a join of the same request still running): tell the stored turn.
+        const paused = result.approvals !== null;
+        if (answered) return turns.finish(live, paused ? { paused } : { ok: result });
+        // Nothing ran now (a replay, a join of the same request still running, a turn still paused): tell
+        // the stored turn.
         let stored: TurnLog | null;
         try {
-          stored = await storedTurn(options.store, sessionId, result.turn_id, result.session_status, result);
+          stored = await storedTurn(store, {
+            sessionId,
+            turnId: result.turn_id,
+            sessionStatus: result.session_status,
+            result,
+            paused,
+          });
         } catch (err) {
           return reject(err);
         }
         if (!stored) return reject(new AppError('internal_error', `Turn ${result.turn_id} is not stored.`));
-        answer(stored, result.replayed);
+        answer(stored, result.replayed, result);
       },
       (err: unknown) => {
         if (!answered) return reject(err);

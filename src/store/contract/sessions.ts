@@ -3,7 +3,7 @@
 import type { SessionStatus } from '#schemas';
 import type { JsonObject, Page, PageRequest } from './common.ts';
 import type { MessageRecord, NewMessage } from './messages.ts';
-import type { NewToolCall, ToolCallResult } from './tool-calls.ts';
+import type { NewToolCall, ToolCallDecision, ToolCallResult } from './tool-calls.ts';
 import type { WebhookEvent } from './webhooks.ts';
 
 export type { SessionStatus };
@@ -77,6 +77,11 @@ export interface SessionWrite {
     close_reason?: string | null;
     expires_at?: string;
     last_message_at?: string;
+    /**
+     * When the owner must next act on the session's paused turn unasked (the sweep's sessionsToWake); null
+     * clears it, left out keeps it.
+     */
+    wake_at?: string | null;
     snapshot: string;
   };
   /** Records a new Idempotency-Key use (replacing an expired record of the same key). */
@@ -93,6 +98,8 @@ export interface SessionWrite {
   toolCalls?: NewToolCall[];
   /** Results of committed tool calls. */
   toolResults?: ToolCallResult[];
+  /** Decisions on calls awaiting approval; one on a call that is not waiting undoes the write (ApprovalConflictError). */
+  decisions?: ToolCallDecision[];
   /** Webhook events the write reports (session.closed, turn.completed, …), queued in its transaction. */
   webhookEvents?: WebhookEvent[];
 }
@@ -139,4 +146,6 @@ export interface SessionStore {
    * so that of two refreshes showing the same token one wins. False when it is not (or no such session).
    */
   replaceSessionToken(sessionId: string, expected: string | null, jti: string): Promise<boolean>;
+  /** Ids of active sessions whose wake_at has passed, earliest first; only in `shards` when given. */
+  sessionsToWake(now: string, limit: number, shards?: readonly number[]): Promise<string[]>;
 }

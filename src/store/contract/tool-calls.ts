@@ -1,5 +1,6 @@
 // The Store's tool calls: each call of a turn, committed before it runs and completed by its result (both
-// written by session commits: see SessionWrite), and the summary a model's reply shows of them.
+// written by session commits: see SessionWrite), a call that waits for a person's decision and the decision
+// (docs/internals/decisions.md#approvals), and the summary a model's reply shows of them.
 import type { MessageUsage } from './common.ts';
 
 /**
@@ -31,8 +32,11 @@ export interface ToolCallRecord {
   input: unknown;
   step_text: string | null;
   step_usage: MessageUsage | null;
-  /** Null until the result is committed. */
-  status: 'ok' | 'error' | null;
+  /**
+   * Null until the result is committed (and while an approved call is still to run); `awaiting_approval`
+   * while the call waits for a decision.
+   */
+  status: 'ok' | 'error' | 'awaiting_approval' | null;
   output: unknown;
   duration_ms: number | null;
   created_at: string;
@@ -40,12 +44,67 @@ export interface ToolCallRecord {
   completed_at: string | null;
   /** Its result's place among the turn's results, in the order they were committed (and streamed), from 1. */
   completed_seq: number | null;
+  /** Who must approve the call before it runs; null when nobody must. */
+  approver: Approver | null;
+  /** When a waiting call counts as denied (reason `expired`); null when nobody must approve it. */
+  expires_at: string | null;
+  decision: 'approved' | 'denied' | null;
+  /** Who decided: through the public family (`user`), an API key (`operator`), or Parley (`system`). */
+  decided_by: DecidedBy | null;
+  decision_reason: string | null;
+  decided_at: string | null;
 }
+
+/** Who may decide a waiting call: its end user or the integrator (`user`), or only the integrator. */
+export type Approver = 'user' | 'operator';
+/** Who decided a call: a person of either family, or Parley itself (an expiry, a cancel, a close). */
+export type DecidedBy = Approver | 'system';
 
 export type NewToolCall = Omit<
   ToolCallRecord,
-  'status' | 'output' | 'duration_ms' | 'created_at' | 'completed_at' | 'completed_seq'
->;
+  | 'status'
+  | 'output'
+  | 'duration_ms'
+  | 'created_at'
+  | 'completed_at'
+  | 'completed_seq'
+  | 'approver'
+  | 'expires_at'
+  | 'decision'
+  | 'decided_by'
+  | 'decision_reason'
+  | 'decided_at'
+> & {
+  /** Set when the call must wait for a decision: it is committed `awaiting_approval`, and never run before. */
+  approval?: { approver: Approver; expires_at: string };
+};
+
+/**
+ * A decision on a waiting call. An approved call goes back to no status (to be run); a denied one is completed
+ * with `output` as its error result, in the order of the turn's results.
+ */
+export interface ToolCallDecision {
+  id: string;
+  turn_id: string;
+  decision: 'approved' | 'denied';
+  by: DecidedBy;
+  reason: string | null;
+  /** The error result a denied call gives the model. */
+  output?: unknown;
+}
+
+/**
+ * A decision for a call that was not waiting (decided already, or never asked): the write it was part of is
+ * undone whole, so that of two decisions on one call exactly one is applied.
+ */
+export class ApprovalConflictError extends Error {
+  override name = 'ApprovalConflictError';
+  readonly callId: string;
+  constructor(callId: string) {
+    super(`Tool call ${callId} is not awaiting approval; the write was undone`);
+    this.callId = callId;
+  }
+}
 
 export interface ToolCallResult {
   id: string;
@@ -58,4 +117,9 @@ export interface ToolCallResult {
 export interface ToolCallStore {
   /** The tool calls a turn committed, by step and position, with their results where committed. */
   turnToolCalls(sessionId: string, turnId: string): Promise<ToolCallRecord[]>;
+  /**
+   * The calls of these sessions that wait for a decision, by session, turn, step and position (a session
+   * without any is left out).
+   */
+  awaitingApproval(sessionIds: readonly string[]): Promise<(ToolCallRecord & { session_id: string })[]>;
 }

@@ -1,8 +1,10 @@
 // What PostgresStore keeps of a session's conversation besides the session row: messages (in `seq` order),
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // postgres/sessions.ts).
+
+import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
 import { postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
@@ -51,6 +53,12 @@ export function part(db: Db): StoreParts['messages'] {
         [sessionId, turnId],
       );
       return rows.map(toToolCall);
+    },
+
+    async awaitingApproval(sessionIds) {
+      if (sessionIds.length === 0) return [];
+      const { sql, values } = awaitingApproval(postgresDialect, sessionIds);
+      return (await db.rows(sql, values)).map(toWaitingCall);
     },
 
     async upsertFeedback(sessionId, feedback, event) {

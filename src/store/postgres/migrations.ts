@@ -276,6 +276,23 @@ export const postgresMigrations: readonly Migration[] = [
     sql: 'DROP INDEX IF EXISTS sessions_shard_expiry;',
   },
   {
+    version: 10,
+    name: 'approvals',
+    // As in SQLite: a call waiting for a decision, the decision, and a paused session's wake_at, compared as
+    // text in byte order (COLLATE "C") like every other instant the sweep reads.
+    sql: `
+      ALTER TABLE tool_calls ADD COLUMN approver TEXT;
+      ALTER TABLE tool_calls ADD COLUMN expires_at TEXT COLLATE "C";
+      ALTER TABLE tool_calls ADD COLUMN decision TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decided_by TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decision_reason TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decided_at TEXT;
+      CREATE INDEX tool_calls_awaiting ON tool_calls(session_id) WHERE status = 'awaiting_approval';
+      ALTER TABLE sessions ADD COLUMN wake_at TEXT COLLATE "C";
+      CREATE INDEX sessions_wake ON sessions(wake_at) WHERE wake_at IS NOT NULL;
+    `,
+  },
+  {
     version: 12,
     name: 'session tokens',
     // A conversation's newest session token, for the conversations whose tokens are refreshed by showing

@@ -3,6 +3,7 @@
 // rollback leaves everything unchanged.
 import { sessionNotFound } from '../../errors.ts';
 import { SHARD_COUNT } from '../../shards.ts';
+import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
@@ -20,7 +21,13 @@ import {
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
+import {
+  ApprovalConflictError,
+  type Fence,
+  type SessionWrite,
+  type SessionWriteResult,
+  StaleEpochError,
+} from '../store.ts';
 import type { Db, Queryable } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -129,6 +136,10 @@ export function part(db: Db): StoreParts['sessions'] {
       const { rowCount } = await db.tx((c) => execute(c, statement));
       return rowCount === 1;
     },
+    async sessionsToWake(at, limit, shards) {
+      const { sql, values } = sessionsToWake(postgresDialect, at, limit, shards);
+      return (await db.rows(sql, values)).map((r) => String(r.id));
+    },
   };
   return sessions;
 }
@@ -153,6 +164,10 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
   const response = storeIdempotencyResponse(postgresDialect, write);
   if (response) await execute(c, response);
   for (const statement of toolCallStatements(postgresDialect, write, at)) await execute(c, statement);
+  for (const [i, statement] of decisionStatements(postgresDialect, write, at).entries()) {
+    const { rows: decided } = await execute(c, statement);
+    if (decided.length === 0) throw new ApprovalConflictError(write.decisions?.[i]?.id ?? '');
+  }
   const webhookDeliveries = await queueWebhookEvents(c, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),

@@ -1,8 +1,10 @@
 // What SqliteStore keeps of a session's conversation besides the session row: messages (in `seq` order),
 // the conversation's feedback, and Idempotency-Key records (written by session commits; see
 // sqlite/sessions.ts).
+
+import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
-import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall } from '../rows.ts';
+import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
 import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
@@ -45,6 +47,11 @@ export function part(db: SqliteDb): StoreParts['messages'] {
         .q('SELECT * FROM tool_calls WHERE session_id = ? AND turn_id = ? ORDER BY step, position')
         .all(sessionId, turnId)
         .map(toToolCall);
+    },
+
+    async awaitingApproval(sessionIds) {
+      if (sessionIds.length === 0) return [];
+      return all(db, awaitingApproval(sqliteDialect, sessionIds)).map(toWaitingCall);
     },
 
     async upsertFeedback(sessionId, feedback, event) {

@@ -264,6 +264,29 @@ export const sqliteMigrations: readonly Migration[] = [
     sql: 'DROP INDEX IF EXISTS sessions_shard_expiry;',
   },
   {
+    version: 10,
+    name: 'approvals',
+    // A tool call that waits for a person's decision before it runs (docs/internals/decisions.md#approvals):
+    // its status is 'awaiting_approval' until then, with who may decide (approver) and until when
+    // (expires_at); the decision, who took it (user, operator, or system for an expiry or a cancel), why and
+    // when. An approved call goes back to no status (to be run), a denied one gets its error result. Only
+    // waiting calls are in the index that finds a session's pending approvals. A session with a paused turn
+    // has a wake_at: when its owner must act on it unasked (the first approval to expire; once every call
+    // of the step is decided, at once, in case the turn's process died before it went on), which the sweep
+    // looks for; null for every other session, so that they stay out of its index.
+    sql: `
+      ALTER TABLE tool_calls ADD COLUMN approver TEXT;
+      ALTER TABLE tool_calls ADD COLUMN expires_at TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decision TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decided_by TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decision_reason TEXT;
+      ALTER TABLE tool_calls ADD COLUMN decided_at TEXT;
+      CREATE INDEX tool_calls_awaiting ON tool_calls(session_id) WHERE status = 'awaiting_approval';
+      ALTER TABLE sessions ADD COLUMN wake_at TEXT;
+      CREATE INDEX sessions_wake ON sessions(wake_at) WHERE wake_at IS NOT NULL;
+    `,
+  },
+  {
     version: 12,
     name: 'session tokens',
     // A conversation's newest session token, for the conversations whose tokens are refreshed by showing

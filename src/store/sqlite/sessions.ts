@@ -2,6 +2,7 @@
 // applies (SqliteStore groups those writes into transactions; see sqlite/store.ts). A write whose fence is stale
 // throws StaleEpochError, and the transaction or savepoint around it undoes whatever it had written.
 import { sessionNotFound } from '../../errors.ts';
+import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
 import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
@@ -18,7 +19,13 @@ import {
   storeIdempotencyResponse,
   toolCallStatements,
 } from '../sql.ts';
-import { type Fence, type SessionWrite, type SessionWriteResult, StaleEpochError } from '../store.ts';
+import {
+  ApprovalConflictError,
+  type Fence,
+  type SessionWrite,
+  type SessionWriteResult,
+  StaleEpochError,
+} from '../store.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -110,6 +117,10 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
       const statement = replaceSessionToken(sqliteDialect, sessionId, expected, jti, now());
       return db.write(() => Number(run(db, statement).changes) === 1);
     },
+
+    async sessionsToWake(at, limit, shards) {
+      return all(db, sessionsToWake(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
+    },
   };
   return sessions;
 }
@@ -136,6 +147,9 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const response = storeIdempotencyResponse(sqliteDialect, write);
   if (response) run(db, response);
   for (const statement of toolCallStatements(sqliteDialect, write, at)) run(db, statement);
+  for (const [i, statement] of decisionStatements(sqliteDialect, write, at).entries()) {
+    if (!get(db, statement)) throw new ApprovalConflictError(write.decisions?.[i]?.id ?? '');
+  }
   const webhookDeliveries = queueWebhookEvents(db, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),

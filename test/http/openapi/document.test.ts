@@ -218,8 +218,11 @@ describe('the OpenAPI document', () => {
       'message.delta',
       'tool.started',
       'tool.completed',
+      'tool.approval_requested',
+      'turn.awaiting_approval',
       'message.completed',
       'turn.completed',
+      'turn.cancelled',
       'turn.failed',
     ]);
     assert.ok(doc.components.schemas.TurnFailedEvent);

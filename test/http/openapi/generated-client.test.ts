@@ -43,6 +43,8 @@ export async function main(baseUrl: string, key: string, sessionId: string): Pro
   if (error) throw new Error('detail' in error ? error.detail[0]?.msg : error.error.code);
   const requestId: string | null = response.headers.get('x-request-id');
   const texts: string[] = [];
+  // 202: the turn waits for decisions on its tool calls, and has no reply yet.
+  if ('turn' in data) return \`\${requestId} awaiting \${data.turn.id}\`;
   for (const block of data.agent_message.content) if (block.type === 'text') texts.push(block.text);
   return \`\${requestId} \${texts.join('')}\`;
 }
@@ -98,8 +100,9 @@ export async function quickStart(baseUrl: string, key: string) {
   });
   if (run.error) throw failed(run.error);
 
-  const text = (message: { content: { type: string; text?: string }[] }) =>
-    message.content.map((block) => block.text ?? '').join('');
+  // A turn that waits for decisions (202) has no reply yet: its agent_message is null.
+  const text = (message: { content: { type: string; text?: string }[] } | null) =>
+    message?.content.map((block) => block.text ?? '').join('') ?? '';
   return {
     user: user.data.reference,
     sessionUser: session.data.user?.id === user.data.id,

@@ -2,6 +2,7 @@
 // behave alike behind the API. An implementation's test file calls storeContract with a factory; the
 // areas of the suite are the other modules of this folder.
 import { describe } from 'node:test';
+import { approvals } from './approvals.ts';
 import { commitSession } from './commits.ts';
 import { feedback } from './feedback.ts';
 import { fileQuotas } from './file-quota.ts';
@@ -32,6 +33,7 @@ export function storeContract(name: string, open: OpenStore): void {
       createAndRead(f);
       commitSession(f);
       toolCalls(f);
+      approvals(f);
       idempotencyRecords(f);
       listSessions(f);
       dueForExpiry(f);

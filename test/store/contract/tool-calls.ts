@@ -6,6 +6,25 @@ import { newId } from '../../../src/ids.ts';
 import type { NewToolCall, ToolCallRecord, ToolCallSummary } from '../../../src/store/store.ts';
 import type { SessionFixture } from './support.ts';
 
+/** A call as stored once committed at `at`: no result, and (without `approval`) no approval either. */
+export function storedCall({ approval, ...c }: NewToolCall, at: string): ToolCallRecord {
+  return {
+    ...c,
+    status: approval ? 'awaiting_approval' : null,
+    output: null,
+    duration_ms: null,
+    created_at: at,
+    completed_at: null,
+    completed_seq: null,
+    approver: approval?.approver ?? null,
+    expires_at: approval?.expires_at ?? null,
+    decision: null,
+    decided_by: null,
+    decision_reason: null,
+    decided_at: null,
+  };
+}
+
 export function toolCalls(f: SessionFixture): void {
   const { ctx, tenant, claim, createSession, message, stored, isStale, all, after } = f;
 
@@ -30,16 +49,7 @@ export function toolCalls(f: SessionFixture): void {
   }
 
   /** The stored form of calls committed at `at`, not completed yet. */
-  const pending = (calls: NewToolCall[], at: string): ToolCallRecord[] =>
-    calls.map((c) => ({
-      ...c,
-      status: null,
-      output: null,
-      duration_ms: null,
-      created_at: at,
-      completed_at: null,
-      completed_seq: null,
-    }));
+  const pending = (calls: NewToolCall[], at: string): ToolCallRecord[] => calls.map((c) => storedCall(c, at));
 
   describe('tool calls', () => {
     it('a commit with toolCalls stores them, and turnToolCalls returns them by step and position, not completed', async () => {

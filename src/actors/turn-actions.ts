@@ -1,0 +1,96 @@
+// What the session service (session-service.ts) does to a turn besides sending: decide the tool calls it
+// waits for, cancel it, and tell which calls wait (docs/internals/decisions.md#approvals). A base class of the
+// service, so that the routes call both alike.
+
+import { AppError, sessionNotFound } from '../errors.ts';
+import { newId } from '../ids.ts';
+import type { Approver, SessionStatus } from '../machines/session.ts';
+import type { Store } from '../store/store.ts';
+import type { DecideResult, Decision } from './approvals.ts';
+import { type CancelResult, storedTurnAnswer } from './cancel.ts';
+import type { TurnObserver } from './operation-context.ts';
+import type { SessionEntry } from './resident-actors.ts';
+import type { SessionHost } from './session-host.ts';
+import type { Authorize } from './session-inputs.ts';
+import { type Approval, approvalOf } from './step-approvals.ts';
+
+export class TurnActions {
+  protected readonly options: { store: Store; host: SessionHost };
+
+  constructor(options: { store: Store; host: SessionHost }) {
+    this.options = options;
+  }
+
+  /**
+   * Decisions on the calls turn `turnId` waits for, by `by`'s family; answers like a send once they are
+   * committed (docs/internals/decisions.md#approvals).
+   */
+  async decide(
+    tenantId: string,
+    sessionId: string,
+    turnId: string,
+    decisions: Decision[],
+    options: { authorize: Authorize; by: Approver; observer?: TurnObserver },
+  ): Promise<DecideResult & { session_status: SessionStatus }> {
+    const entry = await this.entryOf(tenantId, sessionId, options.authorize);
+    const op = { id: newId('op'), kind: 'decide' as const, payload: { turnId, by: options.by, decisions } };
+    const result = await this.options.host.submit(entry, op, options.observer);
+    return { ...result, session_status: this.options.host.status(entry) };
+  }
+
+  /**
+   * Cancels turn `turnId` (docs/internals/decisions.md#cancel): a running one is aborted, a paused one ended;
+   * answered once that is committed, with the turn as it is then.
+   */
+  async cancel(
+    tenantId: string,
+    sessionId: string,
+    turnId: string,
+    authorize: Authorize,
+  ): Promise<CancelResult & { session_status: SessionStatus }> {
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
+    this.options.host.cancelRunning(entry, turnId);
+    const op = { id: newId('op'), kind: 'cancel' as const, payload: { turnId } };
+    let result: CancelResult;
+    try {
+      result = await this.options.host.submit(entry, op);
+    } catch (err) {
+      // A closed or expired session runs nothing: its turns are as they are stored.
+      if (!(err instanceof AppError && (err.code === 'session_closed' || err.code === 'session_expired')))
+        throw err;
+      result = await storedTurnAnswer(this.options.store, sessionId, turnId);
+    }
+    return { ...result, session_status: this.options.host.status(entry) };
+  }
+
+  /** The id of the session's paused turn, if it has one (its actor is activated to tell). */
+  async pausedTurnId(sessionId: string): Promise<string | null> {
+    const entry = await this.options.host.entry(sessionId);
+    return entry?.actor.getSnapshot().context.paused?.turnId ?? null;
+  }
+
+  /** The calls waiting for decisions, by session (Session.pending_approvals). */
+  async pendingApprovals(sessionIds: readonly string[]): Promise<Map<string, Approval[]>> {
+    const waiting = new Map<string, Approval[]>();
+    const expired = new Set<string>();
+    const now = new Date().toISOString();
+    for (const call of await this.options.store.awaitingApproval(sessionIds)) {
+      const approval = approvalOf(call);
+      if (!approval) continue;
+      // Its time ran out: it counts as denied already, and reading it is a use that applies the denial.
+      if (approval.expires_at <= now) expired.add(call.session_id);
+      else waiting.set(call.session_id, [...(waiting.get(call.session_id) ?? []), approval]);
+    }
+    // Where this process owns the session; elsewhere its owner's sweep does it.
+    for (const id of expired) void this.options.host.wake(id).catch(() => {});
+    return waiting;
+  }
+
+  /** The session's entry, once the caller may touch it: another tenant's is not found. */
+  protected async entryOf(tenantId: string, sessionId: string, authorize: Authorize): Promise<SessionEntry> {
+    const entry = await this.options.host.entry(sessionId);
+    if (!entry || entry.session.tenant_id !== tenantId) throw sessionNotFound(sessionId);
+    authorize(entry.session);
+    return entry;
+  }
+}

@@ -1,0 +1,115 @@
+// What the session machine (session.ts) is made of, as types: its operations, input, context and events.
+// Pure: the context is JSON, stored with every snapshot.
+
+/** Who may decide a waiting call: its end user or the integrator (`user`), or only the integrator. */
+export type Approver = 'user' | 'operator';
+
+/** A call of the paused step that waits for its decision, and when it counts as denied. */
+export interface WaitingCall {
+  id: string;
+  approver: Approver;
+  /** Epoch milliseconds. */
+  expiresAt: number;
+}
+
+export interface PausedTurn {
+  turnId: string;
+  /** The id the turn's reply will have. */
+  replyId: string;
+  /** The Idempotency-Key of the send that started the turn, whose answer its end stores; null without. */
+  key: string | null;
+  /** The calls still waiting; none once every call of the step is decided (the turn may then go on). */
+  waiting: WaitingCall[];
+}
+
+/**
+ * `decide` takes decisions on a paused turn's calls, `resume` moves a paused turn on (expired calls denied, a
+ * decided turn continued), `cancel` ends a running or paused turn.
+ */
+export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire' | 'decide' | 'resume' | 'cancel';
+
+/**
+ * An operation as the machine sees it: which one, of what kind, and the Idempotency-Key and request
+ * fingerprint it carries. JSON only (it is part of the snapshot while it waits); what the operation does
+ * and what it answers are the host's (actors/operations.ts).
+ */
+export interface OperationRef {
+  id: string;
+  kind: OperationKind;
+  key?: string;
+  fingerprint?: string;
+  /** Through which family a send came (the public one, `user`, is told only of its own waiting calls). */
+  by?: Approver;
+}
+
+/** What `operate` is given: the operation, and the session it belongs to (one provided machine serves all). */
+export interface OperateInput {
+  sessionId: string;
+  op: OperationRef;
+}
+
+export type RejectCode =
+  | 'session_busy'
+  | 'idempotency_key_reused'
+  | 'session_closed'
+  | 'session_expired'
+  | 'approval_pending';
+
+export interface SessionInput {
+  sessionId: string;
+  /** Epoch milliseconds after which the session counts as expired. */
+  expiresAt: number;
+  /** Operations that may wait behind the running one (docs/internals/decisions.md#turns: 8). */
+  maxWaiting?: number;
+}
+
+export interface SessionContext {
+  sessionId: string;
+  expiresAt: number;
+  closedAt: string | null;
+  closeReason: string | null;
+  maxWaiting: number;
+  queue: OperationRef[];
+  current: OperationRef | null;
+  /** Idempotency-Key → the operation that carries it, while queued or running. */
+  inflight: Record<string, { opId: string; fingerprint: string }>;
+  /** Tool steps the running operation has committed (a resumed turn starts from its stored ones). */
+  steps: number;
+  /** Tool calls of the current step whose results are not committed yet. */
+  pendingCalls: number;
+  /**
+   * The turn waiting for approvals (or, all decided, to go on); absent when no turn is paused, so that the
+   * snapshot of every other session stores nothing of it.
+   */
+  paused?: PausedTurn | undefined;
+}
+
+export type SessionEvent =
+  /** A caller asks for an operation; `at` is the caller's clock (epoch ms), for the expiry check. */
+  | { type: 'SUBMIT'; op: OperationRef; at: number }
+  /** Committed: messages were stored; `byUser` when one of them came from the user. */
+  | { type: 'ACTIVITY'; expiresAt: number; byUser: boolean; turnEnded?: boolean }
+  /** Committed: the inactivity warning was stored. */
+  | { type: 'WARNED' }
+  /** Committed: the session was closed. */
+  | { type: 'CLOSED'; closedAt: string; reason: string | null }
+  /** Committed: the session expired. */
+  | { type: 'EXPIRED' }
+  /**
+   * The operation `opId` has finished, whatever its outcome (its callers are answered). `expiresAt` is its
+   * last commit's activity when that commit left it to DONE (one event per turn fewer; see fenced-commit.ts).
+   */
+  | { type: 'DONE'; opId: string; expiresAt?: number }
+  /**
+   * Committed: the running turn's model asked for tools (a new step), `calls` of which are to run; `paused`
+   * when some of them wait for decisions (the turn pauses once the others have their results).
+   */
+  | { type: 'TOOLS_CALLED'; calls: number; paused?: PausedTurn }
+  /** Committed: one tool call's result. */
+  | { type: 'TOOL_RESULT' }
+  /** A retried turn resumes after `steps` committed steps, `pending` of whose calls still lack a result. */
+  | { type: 'STEPS_RESUMED'; steps: number; pending: number }
+  /** Committed: these calls of the paused turn were decided (or expired). */
+  | { type: 'DECIDED'; callIds: string[] }
+  /** Committed: the paused turn ended without a reply of its own commit (it failed going on). */
+  | { type: 'TURN_ENDED' };
