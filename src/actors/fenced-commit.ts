@@ -12,6 +12,7 @@ import {
   type WebhookEvent,
 } from '../store/store.ts';
 import { sessionEndedEvent } from '../webhooks/webhook-events.ts';
+import { traceDecisions } from './approval-traces.ts';
 import type { SessionChange } from './operation-context.ts';
 import type { SessionEntry } from './resident-actors.ts';
 
@@ -56,6 +57,7 @@ export async function commitFenced(
     if (keyed) entry.keyedCommits++;
   }
   if (result.webhook_deliveries > 0) deps.queuedWebhookEvents?.();
+  if (write.decisions) traceDecisions(deps.store, id, write.decisions);
   entry.session.messages_count = result.messages_count;
   // Kept for the session events' record; the rest of the row is the actor's snapshot.
   if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;

@@ -95,6 +95,10 @@ describe('traces of one process', () => {
     const agentsFile = await writeAgentsFile(t, [
       { id: 'demo', name: 'Demo', instructions: 'Echo.', provider: 'scripted' },
       toolAgent(tools.url),
+      {
+        ...toolAgent(tools.url, 'approver'),
+        tools: toolAgent(tools.url).tools.map((tool) => ({ ...tool, approval: 'user' })),
+      },
     ]);
     service = await tracedService(t, receiver, { PARLEY_AGENTS_FILE: agentsFile });
   });
@@ -210,6 +214,40 @@ describe('traces of one process', () => {
       assert.equal(client.kind, CLIENT);
       assert.ok(executions.some((e) => e.spanId === client.parentSpanId));
     }
+  });
+
+  test('an approval waited on is a parley.approval span from its request to its decision, in the deciding request', async () => {
+    const session = await must(service, 'POST', '/v1/agents/approver/sessions', {});
+    const sessionId = String(session.id);
+    const paused = await must(service, 'POST', `/v1/agents/sessions/${sessionId}/messages`, {
+      content: recordDirective('approved value'),
+    });
+    const turn = paused.turn as { id: string; approvals: { call_id: string }[] };
+    const callId = String(turn.approvals[0]?.call_id);
+    await must(service, 'POST', `/v1/agents/sessions/${sessionId}/turns/${turn.id}/approvals`, {
+      decisions: [{ call_id: callId, approved: true }],
+    });
+    const spans = await receiver.waitFor((all) =>
+      all.some((s) => s.name === 'parley.approval' && s.attributes['parley.session'] === sessionId),
+    );
+    const approval = spans.find(
+      (s) => s.name === 'parley.approval' && s.attributes['parley.session'] === sessionId,
+    ) as ReceivedSpan;
+    assert.deepEqual(approval.attributes, {
+      'parley.session': sessionId,
+      'parley.turn': turn.id,
+      'gen_ai.tool.name': 'record',
+      'gen_ai.tool.call.id': callId,
+      'parley.approval.approver': 'user',
+      'parley.approval.decision': 'approved',
+    });
+    // It sits in the trace of the request that decided it.
+    const decided = spanNamed(
+      inTrace(spans, approval.traceId),
+      'POST /v1/agents/sessions/:session_id/turns/:turn_id/approvals',
+      (s) => s.kind === SERVER,
+    );
+    assert.ok(ancestry(spans, approval).includes(decided));
   });
 
   test('a send repeated under its Idempotency-Key is a parley.turn marked as a replay', async () => {
