@@ -27,6 +27,7 @@ export { type Authorize, authorizeFile, type BlockInput } from './session-inputs
 import type { InactivityResult } from './inactivity.ts';
 import type { TurnObserver } from './operation-context.ts';
 import { closedAnswer, type TerminateResult } from './operations.ts';
+import type { SessionEntry } from './resident-actors.ts';
 import { type SessionHost, statusError } from './session-host.ts';
 import { refuseUnfitting, replayOf, type TurnResult } from './turn.ts';
 import { TurnActions } from './turn-actions.ts';
@@ -171,8 +172,18 @@ export class SessionService extends TurnActions {
     const paused = entry.actor.getSnapshot().context.paused;
     if (lookup?.attempt.state === 'started' && paused?.turnId === lookup.attempt.turn_id) {
       const turnId = paused.turnId;
-      const op = { id: newId('op'), kind: 'resume' as const, payload: { turnId } };
-      const resumed = await this.#o.host.submit(entry, op, options.observer);
+      const resumed = await this.admitTurn(tenantId, entry, (reservation) =>
+        this.#o.host.submit(
+          entry,
+          {
+            id: newId('op'),
+            kind: 'resume' as const,
+            payload: { turnId },
+            ...(reservation ? { reservation } : {}),
+          },
+          options.observer,
+        ),
+      );
       if (resumed) return { ...resumed, session_status: this.#o.host.status(entry) };
     }
     const fileAt = options.fileAt ?? ((i: number) => ['body', 'content', i, 'file_id']);
@@ -221,6 +232,14 @@ export class SessionService extends TurnActions {
     } finally {
       reservation.release();
     }
+  }
+
+  protected override admitTurn<T>(
+    tenantId: string,
+    entry: SessionEntry,
+    submit: (reservation: Reservation | undefined) => Promise<T>,
+  ): Promise<T> {
+    return this.#admitted(tenantId, knownHistory(entry), [], submit);
   }
 
   /** The first message a turn stored (what a streamed replay reports as the turn's start). */

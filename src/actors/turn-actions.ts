@@ -6,6 +6,7 @@ import { AppError, sessionNotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Approver, SessionStatus } from '../machines/session.ts';
 import type { Store } from '../store/store.ts';
+import type { Reservation } from './admission.ts';
 import type { DecideResult, Decision } from './approvals.ts';
 import { type CancelResult, storedTurnAnswer } from './cancel.ts';
 import type { TurnObserver } from './operation-context.ts';
@@ -33,8 +34,15 @@ export class TurnActions {
     options: { authorize: Authorize; by: Approver; observer?: TurnObserver },
   ): Promise<DecideResult & { session_status: SessionStatus }> {
     const entry = await this.entryOf(tenantId, sessionId, options.authorize);
-    const op = { id: newId('op'), kind: 'decide' as const, payload: { turnId, by: options.by, decisions } };
-    const result = await this.options.host.submit(entry, op, options.observer);
+    const payload = { turnId, by: options.by, decisions };
+    // A decision may let the turn go on to the model: admitted by memory as a send is.
+    const result = await this.admitTurn(tenantId, entry, (reservation) =>
+      this.options.host.submit(
+        entry,
+        { id: newId('op'), kind: 'decide' as const, payload, ...(reservation ? { reservation } : {}) },
+        options.observer,
+      ),
+    );
     return { ...result, session_status: this.options.host.status(entry) };
   }
 
@@ -84,6 +92,15 @@ export class TurnActions {
     // Where this process owns the session; elsewhere its owner's sweep does it.
     for (const id of expired) void this.options.host.wake(id).catch(() => {});
     return waiting;
+  }
+
+  /** Runs `submit` with the memory a turn going on holds reserved; the service admits by memory. */
+  protected admitTurn<T>(
+    _tenantId: string,
+    _entry: SessionEntry,
+    submit: (reservation: Reservation | undefined) => Promise<T>,
+  ): Promise<T> {
+    return submit(undefined);
   }
 
   /** The session's entry, once the caller may touch it: another tenant's is not found. */
