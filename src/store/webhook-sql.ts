@@ -67,6 +67,16 @@ export function claimWebhookDelivery(d: Dialect, claim: WebhookClaim): Statement
       AND next_attempt_at = ${q.param(instant(claim.next_attempt_at))}`);
 }
 
+/**
+ * Locks the endpoint of a delivery (PostgreSQL) before anything of its deliveries: see postgres/webhooks.ts
+ * for why every writer of an endpoint's deliveries takes it first.
+ */
+export function lockEndpointOfDelivery(d: Dialect, deliveryId: string): Statement {
+  const q = new Query(d);
+  return q.statement(`SELECT id FROM webhooks
+    WHERE id = (SELECT webhook_id FROM webhook_deliveries WHERE id = ${q.param(deliveryId)}) FOR NO KEY UPDATE`);
+}
+
 /** Records an attempt if the delivery is still pending after `attempts` attempts; returns its key. */
 export function recordWebhookAttempt(d: Dialect, attempt: WebhookAttempt): Statement {
   const q = new Query(d);

@@ -114,6 +114,11 @@ export function part(db: Db): WebhookStore {
 
     async recordWebhookAttempt(attempt) {
       return db.tx(async (c) => {
+        // The endpoint first, as a delete takes it (then its deliveries, in whatever order its cascade walks
+        // them): locking the delivery and the next of its key first could wait for that delete while it
+        // waits for them (a deadlock, and a 500 on the DELETE).
+        const endpoint = await execute(c, webhookSql.lockEndpointOfDelivery(postgresDialect, attempt.id));
+        if (endpoint.rows.length === 0) return false;
         const { rows } = await execute(c, webhookSql.recordWebhookAttempt(postgresDialect, attempt));
         const recorded = rows[0];
         if (!recorded) return false;
