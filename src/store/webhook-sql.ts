@@ -24,6 +24,12 @@ export function subscribedWebhooks(d: Dialect, event: WebhookEvent, lock: boolea
   );
 }
 
+/** How many endpoints a tenant has (`n`). */
+export function endpointCount(d: Dialect, tenantId: string): Statement {
+  const q = new Query(d);
+  return q.statement(`SELECT count(*) AS n FROM webhooks WHERE tenant_id = ${q.param(tenantId)}`);
+}
+
 /**
  * The latest pending delivery of an endpoint and key, if any: a new one queues behind it (blocked) or, with
  * none, is due at once. `lock` (PostgreSQL) locks it until commit; see postgres/webhooks.ts for why.

@@ -98,7 +98,11 @@ export interface WebhookAttempt {
 }
 
 export interface WebhookStore {
-  createWebhook(tenantId: string, webhook: NewWebhook): Promise<Webhook>;
+  /**
+   * Registers an endpoint unless the tenant has `limit` already, counted in the insert's transaction (so
+   * that registrations made at once cannot pass it together); null when it has.
+   */
+  createWebhook(tenantId: string, webhook: NewWebhook, limit: number): Promise<Webhook | null>;
   /** Oldest first. */
   listWebhooks(tenantId: string): Promise<Webhook[]>;
   getWebhook(tenantId: string, id: string): Promise<Webhook | null>;

@@ -12,6 +12,8 @@ const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 
 /** The first key of the advisory locks serialising queueing per ordering key (apart from MIGRATION_LOCK). */
 const QUEUE_LOCK_CLASS = 0x77686b; // 'whk'
+/** The first key of the advisory locks serialising a tenant's endpoint registrations. */
+const ENDPOINTS_LOCK_CLASS = 0x776865; // 'whe'
 
 /**
  * Writes one pending delivery of each event per subscribed endpoint, blocked behind a pending one of its
@@ -65,10 +67,17 @@ export async function queueWebhookEvents(
 /** The webhooks of PostgresStore, on its connection. */
 export function part(db: Db): WebhookStore {
   return {
-    async createWebhook(tenantId, webhook) {
+    async createWebhook(tenantId, webhook, limit) {
       const row = webhookRows.webhookRow(tenantId, webhook, now());
-      await db.tx((c) => execute(c, insert(postgresDialect, 'webhooks', row)));
-      return webhookRows.toWebhook(row);
+      return db.tx(async (c) => {
+        // Registrations of one tenant one at a time, so that each counts the ones committed before it (under
+        // READ COMMITTED a count does not see another transaction's insert until it commits).
+        await c.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [ENDPOINTS_LOCK_CLASS, tenantId]);
+        const { rows } = await execute(c, webhookSql.endpointCount(postgresDialect, tenantId));
+        if (Number(rows[0]?.n) >= limit) return null;
+        await execute(c, insert(postgresDialect, 'webhooks', row));
+        return webhookRows.toWebhook(row);
+      });
     },
 
     async listWebhooks(tenantId) {

@@ -35,13 +35,20 @@ export function queueWebhookEvents(db: SqliteDb, events: readonly WebhookEvent[]
 const anyWebhooks = (db: SqliteDb): boolean =>
   db.oncePerTransaction('any webhooks', () => db.q('SELECT 1 FROM webhooks LIMIT 1').get() !== undefined);
 
+const endpointCount = (db: SqliteDb, tenantId: string) =>
+  Number(get(db, webhookSql.endpointCount(sqliteDialect, tenantId))?.n);
+
 /** The webhooks of SqliteStore, on its connection. */
 export function part(db: SqliteDb): WebhookStore {
   return {
-    async createWebhook(tenantId, webhook) {
+    async createWebhook(tenantId, webhook, limit) {
       const row = webhookRows.webhookRow(tenantId, webhook, now());
-      db.write(() => run(db, insert(sqliteDialect, 'webhooks', row)));
-      return webhookRows.toWebhook(row);
+      // One writer at a time: the count and the insert see the same endpoints.
+      return db.write(() => {
+        if (endpointCount(db, tenantId) >= limit) return null;
+        run(db, insert(sqliteDialect, 'webhooks', row));
+        return webhookRows.toWebhook(row);
+      });
     },
 
     async listWebhooks(tenantId) {

@@ -3,6 +3,7 @@
 // claimed (so that one cut off still counts), and a tenant's cap on pending deliveries.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { newId } from '../../../src/ids.ts';
 import type { WebhookEvent } from '../../../src/store/store.ts';
 import type { OpenStore } from './support.ts';
 import { webhookFixture } from './webhook-support.ts';
@@ -10,6 +11,53 @@ import { webhookFixture } from './webhook-support.ts';
 export function webhookOutbox(open: OpenStore): void {
   describe('the webhook outbox under concurrency and bounds', () => {
     const { ctx, tenant, createSession, endpoint, event, iso, due } = webhookFixture(open);
+
+    it('createWebhook counts the tenant’s endpoints in its own transaction: of 30 registered at once with a limit of 20, 20 are created', async () => {
+      const tenantId = await tenant();
+      const other = await tenant();
+      await endpoint(other, ['user.deleted']);
+      const created = await Promise.all(
+        Array.from({ length: 30 }, (_, n) =>
+          ctx.store.createWebhook(
+            tenantId,
+            {
+              id: newId('wh'),
+              url: `https://hooks.example.com/${n}`,
+              events: ['user.deleted'],
+              secret: 'whsec_x',
+            },
+            20,
+          ),
+        ),
+      );
+      assert.equal(created.filter((w) => w !== null).length, 20);
+      assert.equal((await ctx.store.listWebhooks(tenantId)).length, 20);
+      assert.equal(
+        await ctx.store.createWebhook(
+          tenantId,
+          { id: newId('wh'), url: 'https://a.example.com/', events: ['user.deleted'], secret: 'whsec_x' },
+          20,
+        ),
+        null,
+        'at the limit',
+      );
+      // Another tenant's endpoints count for that tenant only.
+      assert.ok(
+        await ctx.store.createWebhook(
+          other,
+          { id: newId('wh'), url: 'https://a.example.com/', events: ['user.deleted'], secret: 'whsec_x' },
+          2,
+        ),
+      );
+      assert.equal(
+        await ctx.store.createWebhook(
+          other,
+          { id: newId('wh'), url: 'https://b.example.com/', events: ['user.deleted'], secret: 'whsec_x' },
+          2,
+        ),
+        null,
+      );
+    });
 
     it('deleting an endpoint while an attempt of it is recorded ends both without an error, whatever the order of its deliveries', async () => {
       const tenantId = await tenant();

@@ -19,12 +19,17 @@ export function webhookFixture(open: OpenStore) {
 
   async function endpoint(tenantId: string, events: WebhookEventType[]) {
     const secret = `whsec_${unique('s')}`;
-    const webhook = await ctx.store.createWebhook(tenantId, {
-      id: newId('wh'),
-      url: `https://hooks.example.com/${unique('h')}`,
-      events,
-      secret,
-    });
+    const webhook = await ctx.store.createWebhook(
+      tenantId,
+      {
+        id: newId('wh'),
+        url: `https://hooks.example.com/${unique('h')}`,
+        events,
+        secret,
+      },
+      20,
+    );
+    assert.ok(webhook);
     return { webhook, secret };
   }
 
