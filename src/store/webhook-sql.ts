@@ -65,12 +65,27 @@ export function dueWebhookDeliveries(
     ORDER BY d.next_attempt_at, d.${d.rowOrder} LIMIT ${q.param(limit)}`);
 }
 
-/** Moves a due delivery's time to the claim's deadline, if it is still as read (one row changed, or none). */
+/**
+ * Moves a due delivery's time to the claim's deadline and counts the attempt, if it is still as read (one
+ * row changed, or none).
+ */
 export function claimWebhookDelivery(d: Dialect, claim: WebhookClaim): Statement {
   const q = new Query(d);
-  return q.statement(`UPDATE webhook_deliveries SET next_attempt_at = ${q.param(instant(claim.until))}
+  return q.statement(`UPDATE webhook_deliveries SET next_attempt_at = ${q.param(instant(claim.until))},
+      attempts = attempts + 1, last_attempt_at = ${q.param(instant(claim.at))}
     WHERE id = ${q.param(claim.id)} AND status = 'pending' AND attempts = ${q.param(claim.attempts)}
       AND next_attempt_at = ${q.param(instant(claim.next_attempt_at))}`);
+}
+
+/** Makes a claimed delivery due at `at`, if the claim is still held (attempts and deadline as it left them). */
+export function releaseWebhookClaim(
+  d: Dialect,
+  claim: { id: string; attempts: number; until: string; at: string },
+): Statement {
+  const q = new Query(d);
+  return q.statement(`UPDATE webhook_deliveries SET next_attempt_at = ${q.param(instant(claim.at))}
+    WHERE id = ${q.param(claim.id)} AND status = 'pending' AND attempts = ${q.param(claim.attempts)}
+      AND next_attempt_at = ${q.param(instant(claim.until))}`);
 }
 
 /**
@@ -83,13 +98,12 @@ export function lockEndpointOfDelivery(d: Dialect, deliveryId: string): Statemen
     WHERE id = (SELECT webhook_id FROM webhook_deliveries WHERE id = ${q.param(deliveryId)}) FOR NO KEY UPDATE`);
 }
 
-/** Records an attempt if the delivery is still pending after `attempts` attempts; returns its key. */
+/** Records a claimed attempt if the delivery is still pending with `attempts` counted; returns its key. */
 export function recordWebhookAttempt(d: Dialect, attempt: WebhookAttempt): Statement {
   const q = new Query(d);
   const next = attempt.next_attempt_at === null ? null : instant(attempt.next_attempt_at);
-  return q.statement(`UPDATE webhook_deliveries SET attempts = attempts + 1, status = ${q.param(attempt.status)},
-      last_status_code = ${q.param(attempt.status_code)}, last_attempt_at = ${q.param(instant(attempt.at))},
-      next_attempt_at = ${q.param(next)}
+  return q.statement(`UPDATE webhook_deliveries SET status = ${q.param(attempt.status)},
+      last_status_code = ${q.param(attempt.status_code)}, next_attempt_at = ${q.param(next)}
     WHERE id = ${q.param(attempt.id)} AND status = 'pending' AND attempts = ${q.param(attempt.attempts)}
     RETURNING webhook_id, ordering_key`);
 }

@@ -152,12 +152,15 @@ export class WebhookDeliverer {
     const at = new Date();
     // Taken for this attempt only if still as read: another process (a shard handed over mid-attempt) or an
     // earlier read of this one sends nothing meanwhile, and the record below fails if it was taken anyway.
+    // The claim counts the attempt, so that one cut off (this process killed) is counted all the same.
     const claim = {
       id: delivery.id,
       attempts: delivery.attempts,
       next_attempt_at: delivery.next_attempt_at,
+      at: at.toISOString(),
       until: new Date(at.getTime() + this.#timeoutMs + CLAIM_SLACK_MS).toISOString(),
     };
+    const claimed = { id: delivery.id, attempts: delivery.attempts + 1, until: claim.until };
     if (!(await store.claimWebhookDelivery(claim))) return false;
     // The request ends within the claim, however long the claim itself took (a pool wait, a paused process):
     // past it, another process may be sending the delivery.
@@ -168,10 +171,9 @@ export class WebhookDeliverer {
       result = await sender.send(delivery, Math.min(this.#timeoutMs, left), signal);
     } catch (err) {
       if (signal.aborted) {
-        // Stopped mid-attempt: nothing is recorded, and the claim is given back (a claim of its own end) so
-        // that the next owner sends it at once rather than once the claim lapses.
-        const release = { ...claim, next_attempt_at: claim.until, until: new Date().toISOString() };
-        await store.claimWebhookDelivery(release).catch(() => false);
+        // Stopped mid-attempt: no outcome is recorded (the attempt stays counted), and the claim is given
+        // back so that the next owner sends it at once rather than once the claim lapses.
+        await store.releaseWebhookClaim({ ...claimed, at: new Date().toISOString() }).catch(() => false);
         return false;
       }
       result = { status_code: null, error: err instanceof Error ? err.message : String(err) };
@@ -180,13 +182,13 @@ export class WebhookDeliverer {
     const outcome = this.#outcomeOf(delivery, result, ended);
     const record: WebhookAttempt = {
       id: delivery.id,
-      attempts: delivery.attempts,
+      attempts: claimed.attempts,
       status_code: result.status_code,
       at: at.toISOString(),
       ...outcome,
     };
     try {
-      // False: recorded by another attempt since (its claim had lapsed); that record stands.
+      // False: claimed again by another attempt since (this claim had lapsed); that attempt's record stands.
       if (!(await store.recordWebhookAttempt(record))) return true;
     } catch (err) {
       // No look at once: the delivery is sent again once its claim lapses.

@@ -2,7 +2,7 @@
 // SQLite and PostgreSQL: a session.closed delivery reaches a real receiver, verified, within seconds of the
 // terminate, sent by one process only; and when the owner is SIGKILLed right after the terminate was
 // acknowledged (its delivery unsent, or in flight and never answered), the process that takes the shard over
-// delivers it.
+// delivers it; and when the owner is SIGKILLed with its attempt in flight, that attempt is counted.
 import assert from 'node:assert/strict';
 import { after, type TestContext, test } from 'node:test';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
@@ -132,5 +132,46 @@ for (const store of ['sqlite', 'postgres'] as const) {
       const items = page.body.items as { event_id: string; status: string }[];
       return items.some((d) => d.event_id === delivery.headers['webhook-id'] && d.status === 'delivered');
     });
+  });
+
+  test(`on ${store}, an attempt cut off by SIGKILL of its sender is counted in the delivery's attempts`, {
+    timeout: 180_000,
+  }, async (t) => {
+    const started = await webhookCluster(t, store);
+    if (!started) return;
+    const { cluster, receiver, webhookId } = started;
+    const { sessionId, owner, other } = await sessionOn(cluster);
+    receiver.otherwise('hold');
+    const terminated = await callAnyNode(
+      cluster.urls,
+      cluster.apiKey,
+      'POST',
+      `/v1/agents/sessions/${sessionId}/terminate`,
+      {},
+      { first: owner },
+    );
+    assert.equal(terminated.status, 200, JSON.stringify(terminated.body));
+    // The owner's attempt is in flight (the receiver holds it) when the owner dies.
+    await waitFor('the owner’s attempt held', () => closedAbout(receiver, sessionId).length === 1);
+    await cluster.nodes[owner]?.stop('SIGKILL');
+    receiver.otherwise(200);
+
+    const delivery = await answeredDelivery(receiver, sessionId);
+    let listed: { attempts: number; status: string } | undefined;
+    await waitFor('the delivery is recorded as delivered', async () => {
+      const page = await callAnyNode(
+        cluster.urls,
+        cluster.apiKey,
+        'GET',
+        `/v1/agents/webhooks/${webhookId}/deliveries`,
+        undefined,
+        { first: other },
+      );
+      const items = page.body.items as { event_id: string; status: string; attempts: number }[];
+      listed = items.find((d) => d.event_id === delivery.headers['webhook-id']);
+      return listed?.status === 'delivered';
+    });
+    assert.equal(closedAbout(receiver, sessionId).length, 2, 'the cut-off attempt and the one answered');
+    assert.equal(listed?.attempts, 2, 'the attempt cut off is counted');
   });
 }

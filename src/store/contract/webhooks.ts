@@ -75,20 +75,27 @@ export interface DueWebhookDelivery {
 
 /**
  * A process takes a due delivery for one attempt: its `next_attempt_at` moves to `until` (the attempt's
- * deadline), so that no other process (nor a stale read of this one) sends it meanwhile.
+ * deadline), so that no other process (nor a stale read of this one) sends it meanwhile, and the attempt is
+ * counted (`attempts` + 1, `last_attempt_at` = `at`) before anything is sent: one cut off midway (its
+ * process killed) stays counted, and its delivery is due again once the claim lapses.
  */
 export interface WebhookClaim {
   id: string;
   /** As read with the due delivery: the claim fails when either changed since. */
   attempts: number;
   next_attempt_at: string;
+  /** When the attempt starts. */
+  at: string;
   until: string;
 }
 
 /** The outcome of one attempt: delivered, pending again at `next_attempt_at`, or failed for good. */
 export interface WebhookAttempt {
   id: string;
-  /** The attempts made before this one, as claimed: the record fails when another was recorded since. */
+  /**
+   * The attempts counted, this one included (as its claim left them): the record fails when the delivery was
+   * claimed again since (its claim lapsed) or recorded.
+   */
   attempts: number;
   status: WebhookDeliveryStatus;
   /** The receiver's HTTP status; null when no answer came (refused, timed out). */
@@ -120,10 +127,20 @@ export interface WebhookStore {
    * `next_attempt_at` until the one before it is delivered or failed.
    */
   dueWebhookDeliveries(now: string, limit: number, shards?: readonly number[]): Promise<DueWebhookDelivery[]>;
-  /** Takes a due delivery for one attempt; false when it is no longer as read (claimed, recorded, deleted). */
+  /**
+   * Takes a due delivery for one attempt and counts it; false when it is no longer as read (claimed,
+   * recorded, deleted).
+   */
   claimWebhookDelivery(claim: WebhookClaim): Promise<boolean>;
   /**
-   * Records an attempt: `attempts` grows by one; status, status code and times as given. Delivered or failed,
+   * Gives back a claim whose attempt ended unrecorded (its process stopping): the delivery is due at `at`
+   * rather than once the claim lapses; the attempt stays counted. False when the claim is not held any more.
+   */
+  releaseWebhookClaim(
+    claim: Pick<WebhookClaim, 'id' | 'until' | 'at'> & { attempts: number },
+  ): Promise<boolean>;
+  /**
+   * Records a claimed attempt: status, status code and next attempt as given. Delivered or failed,
    * the next delivery of its endpoint and ordering key falls due at `at`, in the same transaction. False (and
    * nothing written) when the delivery is not pending with `attempts` as given any more.
    */

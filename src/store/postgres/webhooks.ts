@@ -121,6 +121,11 @@ export function part(db: Db): WebhookStore {
       return result.rowCount === 1;
     },
 
+    async releaseWebhookClaim(claim) {
+      const result = await db.tx((c) => execute(c, webhookSql.releaseWebhookClaim(postgresDialect, claim)));
+      return result.rowCount === 1;
+    },
+
     async recordWebhookAttempt(attempt) {
       return db.tx(async (c) => {
         // The endpoint first, as a delete takes it (then its deliveries, in whatever order its cascade walks

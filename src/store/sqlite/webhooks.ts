@@ -93,6 +93,11 @@ export function part(db: SqliteDb): WebhookStore {
       return Number(result.changes) === 1;
     },
 
+    async releaseWebhookClaim(claim) {
+      const result = db.write(() => run(db, webhookSql.releaseWebhookClaim(sqliteDialect, claim)));
+      return Number(result.changes) === 1;
+    },
+
     async recordWebhookAttempt(attempt) {
       return db.write(() => {
         const recorded = get(db, webhookSql.recordWebhookAttempt(sqliteDialect, attempt));

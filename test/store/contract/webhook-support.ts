@@ -91,22 +91,37 @@ export function webhookFixture(open: OpenStore) {
       .map((d) => `${d.webhook_id}:${d.event_id}`);
   }
 
-  /** Records an attempt of a delivery as read (its id, and the attempts made before this one). */
-  const attempt = (
-    delivery: Pick<WebhookAttempt, 'id' | 'attempts'>,
+  /**
+   * Makes an attempt of a delivery as read (its id, attempts and due time) the way the deliverer does: claims
+   * it at `at` (which counts the attempt), then records the outcome. False when either is refused.
+   */
+  const attempt = async (
+    delivery: Pick<WebhookDelivery, 'id' | 'attempts' | 'next_attempt_at'>,
     status: WebhookDelivery['status'],
     status_code: number | null,
     at: string,
     next_attempt_at: string | null,
-  ) =>
-    ctx.store.recordWebhookAttempt({
-      id: delivery.id,
-      attempts: delivery.attempts,
+  ) => {
+    if (delivery.next_attempt_at === null) return false;
+    const claim = { id: delivery.id, attempts: delivery.attempts, next_attempt_at: delivery.next_attempt_at };
+    if (!(await ctx.store.claimWebhookDelivery({ ...claim, at, until: at }))) return false;
+    return record(
+      { id: delivery.id, attempts: delivery.attempts + 1 },
       status,
       status_code,
       at,
       next_attempt_at,
-    });
+    );
+  };
+
+  /** Records the outcome of a claimed attempt (`attempts`: as the claim left them). */
+  const record = (
+    claimed: Pick<WebhookAttempt, 'id' | 'attempts'>,
+    status: WebhookDelivery['status'],
+    status_code: number | null,
+    at: string,
+    next_attempt_at: string | null,
+  ) => ctx.store.recordWebhookAttempt({ ...claimed, status, status_code, at, next_attempt_at });
 
   /** Delivers ours until none is due at `at`, so that none is left due for later tests on a shared database. */
   async function deliverAll(at: string, ours: Set<string>) {
@@ -118,5 +133,18 @@ export function webhookFixture(open: OpenStore) {
     assert.fail('deliveries stay due');
   }
 
-  return { ...f, endpoint, event, queue, deliveries, eventIds, deliveryOf, iso, due, attempt, deliverAll };
+  return {
+    ...f,
+    endpoint,
+    event,
+    queue,
+    deliveries,
+    eventIds,
+    deliveryOf,
+    iso,
+    due,
+    attempt,
+    record,
+    deliverAll,
+  };
 }

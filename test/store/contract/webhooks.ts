@@ -27,6 +27,7 @@ export function webhooks(open: OpenStore): void {
       iso,
       due,
       attempt,
+      record,
       deliverAll,
     } = webhookFixture(open);
 
@@ -370,15 +371,20 @@ export function webhooks(open: OpenStore): void {
       assert.deepEqual(statuses, ['delivered', 'delivered', 'delivered', 'delivered', 'delivered']);
     });
 
-    it('recordWebhookAttempt counts attempts and keeps the last status code and times', async () => {
+    it('a claim counts the attempt and stamps it; its record keeps the status code and the next attempt', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['turn.failed']);
       const failed = event(tenantId, 'turn.failed', { created_at: iso(0) });
       await queue(tenantId, [failed]);
       const [queued] = await deliveries(tenantId, webhook.id);
       assert.ok(queued);
+      const claim = { id: queued.id, attempts: 0, next_attempt_at: iso(0) };
 
-      assert.equal(await attempt(queued, 'pending', null, iso(100), iso(1_100)), true);
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...claim, at: iso(100), until: iso(600) }), true);
+      assert.deepEqual(await deliveries(tenantId, webhook.id), [
+        { ...queued, attempts: 1, last_attempt_at: iso(100), next_attempt_at: iso(600) },
+      ]);
+      assert.equal(await record({ id: queued.id, attempts: 1 }, 'pending', null, iso(100), iso(1_100)), true);
       assert.deepEqual(await deliveries(tenantId, webhook.id), [
         {
           ...queued,
@@ -388,11 +394,18 @@ export function webhooks(open: OpenStore): void {
           next_attempt_at: iso(1_100),
         },
       ]);
+      const again = { id: queued.id, attempts: 1, next_attempt_at: iso(1_100) };
+      assert.equal(await attempt(again, 'pending', 502, iso(1_200), iso(6_200)), true);
       assert.equal(
-        await attempt({ id: queued.id, attempts: 1 }, 'pending', 502, iso(1_200), iso(6_200)),
+        await attempt(
+          { id: queued.id, attempts: 2, next_attempt_at: iso(6_200) },
+          'delivered',
+          200,
+          iso(6_300),
+          null,
+        ),
         true,
       );
-      assert.equal(await attempt({ id: queued.id, attempts: 2 }, 'delivered', 200, iso(6_300), null), true);
       const delivered: WebhookDelivery = {
         ...queued,
         status: 'delivered',
@@ -403,23 +416,24 @@ export function webhooks(open: OpenStore): void {
       };
       assert.deepEqual(await deliveries(tenantId, webhook.id), [delivered]);
 
-      // A late record (another process's attempt, read before this one was recorded) writes nothing.
+      // A late record (of an attempt whose claim lapsed and was taken again) writes nothing, nor does one of a
+      // delivery no longer pending, or unknown.
       assert.equal(
-        await attempt({ id: queued.id, attempts: 2 }, 'pending', 503, iso(7_000), iso(8_000)),
+        await record({ id: queued.id, attempts: 2 }, 'pending', 503, iso(7_000), iso(8_000)),
         false,
       );
       assert.equal(
-        await attempt({ id: queued.id, attempts: 3 }, 'pending', 503, iso(7_000), iso(8_000)),
+        await record({ id: queued.id, attempts: 3 }, 'pending', 503, iso(7_000), iso(8_000)),
         false,
       );
       assert.deepEqual(await deliveries(tenantId, webhook.id), [delivered], 'delivered stays delivered');
       assert.equal(
-        await attempt({ id: newId('whd'), attempts: 0 }, 'delivered', 200, iso(7_000), null),
+        await record({ id: newId('whd'), attempts: 1 }, 'delivered', 200, iso(7_000), null),
         false,
       );
     });
 
-    it('recordWebhookAttempt is stale when another attempt was recorded since, and of two at once exactly one counts', async () => {
+    it('an attempt whose claim lapsed unrecorded stays counted; its record after the next claim is refused, and of two records at once one counts', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['turn.completed']);
       const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
@@ -427,89 +441,67 @@ export function webhooks(open: OpenStore): void {
       const [queued] = await deliveries(tenantId, webhook.id);
       assert.ok(queued);
 
-      assert.equal(await attempt(queued, 'pending', 500, iso(1), iso(2)), true);
-      assert.equal(
-        await attempt(queued, 'delivered', 200, iso(3), null),
-        false,
-        'read before the first record',
+      // Claimed, then its process was killed: nothing recorded, the claim lapses at iso(10).
+      const first = { id: queued.id, attempts: 0, next_attempt_at: iso(0) };
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...first, at: iso(1), until: iso(10) }), true);
+      const [cutOff] = await deliveries(tenantId, webhook.id);
+      assert.deepEqual(
+        [cutOff?.status, cutOff?.attempts, cutOff?.last_attempt_at, cutOff?.next_attempt_at],
+        ['pending', 1, iso(1), iso(10)],
       );
-      const [afterOne] = await deliveries(tenantId, webhook.id);
-      assert.equal(afterOne?.status, 'pending');
-      assert.equal(afterOne?.attempts, 1);
-      assert.equal(afterOne?.next_attempt_at, iso(2));
+      // The next owner reads it due at the claim's end, with the attempt counted, and claims it in turn.
+      const [read] = (await ctx.store.dueWebhookDeliveries(iso(10), 1000)).filter(
+        (d) => d.webhook_id === webhook.id,
+      );
+      assert.deepEqual([read?.attempts, read?.next_attempt_at], [1, iso(10)]);
+      assert.equal(
+        await ctx.store.claimWebhookDelivery({ ...first, at: iso(11), until: iso(20) }),
+        false,
+        'stale',
+      );
+      const second = { id: queued.id, attempts: 1, next_attempt_at: iso(10) };
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...second, at: iso(11), until: iso(20) }), true);
+      assert.equal(
+        await record({ id: queued.id, attempts: 1 }, 'delivered', 200, iso(12), null),
+        false,
+        'lapsed',
+      );
 
       const results = await Promise.all([
-        attempt({ id: queued.id, attempts: 1 }, 'delivered', 200, iso(4), null),
-        attempt({ id: queued.id, attempts: 1 }, 'pending', 503, iso(4), iso(10)),
+        record({ id: queued.id, attempts: 2 }, 'delivered', 200, iso(12), null),
+        record({ id: queued.id, attempts: 2 }, 'pending', 503, iso(12), iso(30)),
       ]);
       assert.equal(results.filter(Boolean).length, 1);
       const [recorded] = await deliveries(tenantId, webhook.id);
       assert.equal(recorded?.attempts, 2);
       assert.equal(recorded?.status, results[0] ? 'delivered' : 'pending');
-      await deliverAll(iso(10), new Set([webhook.id]));
+      await deliverAll(iso(30), new Set([webhook.id]));
     });
 
-    it('claimWebhookDelivery takes a due delivery once, as read, and it is due again at the end of the claim', async () => {
+    it('releaseWebhookClaim makes a claimed delivery due at once, the attempt counted, and only while the claim holds', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['turn.completed']);
       const ours = new Set([webhook.id]);
-      const key = newId('ses');
-      const first = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(0) });
-      const second = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(1) });
-      await queue(tenantId, [first, second]);
-      const [read] = (await ctx.store.dueWebhookDeliveries(iso(0), 1000)).filter((d) =>
-        ours.has(d.webhook_id),
-      );
-      assert.ok(read);
-      assert.equal(read.event_id, first.id);
-      const claim = { id: read.id, attempts: read.attempts, next_attempt_at: read.next_attempt_at };
+      const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
+      await queue(tenantId, [completed]);
+      const [queued] = await deliveries(tenantId, webhook.id);
+      assert.ok(queued);
+      const claim = { id: queued.id, attempts: 0, next_attempt_at: iso(0), at: iso(1), until: iso(10_000) };
+      assert.equal(await ctx.store.claimWebhookDelivery(claim), true);
+      const claimed = { id: queued.id, attempts: 1, until: iso(10_000) };
 
-      // Two processes that read it alike: exactly one takes it.
-      const taken = await Promise.all([
-        ctx.store.claimWebhookDelivery({ ...claim, until: iso(15_000) }),
-        ctx.store.claimWebhookDelivery({ ...claim, until: iso(15_000) }),
-      ]);
-      assert.deepEqual(taken.sort(), [false, true]);
-      assert.equal(await ctx.store.claimWebhookDelivery({ ...claim, until: iso(20_000) }), false, 'taken');
-      assert.equal((await deliveryOf(tenantId, webhook.id, first)).next_attempt_at, iso(15_000));
-      assert.deepEqual(await due(iso(14_999), ours), [], 'not due while claimed');
-      assert.deepEqual(await due(iso(15_000), ours), [`${webhook.id}:${first.id}`]);
-
-      // A claim that lapsed (its process died) is taken again, as read now.
-      const lapsed = { ...claim, next_attempt_at: iso(15_000) };
+      assert.equal(await ctx.store.releaseWebhookClaim({ ...claimed, attempts: 0, at: iso(2) }), false);
+      assert.equal(await ctx.store.releaseWebhookClaim({ ...claimed, until: iso(9_999), at: iso(2) }), false);
+      assert.equal(await ctx.store.releaseWebhookClaim({ ...claimed, at: iso(2) }), true);
+      const [released] = await deliveries(tenantId, webhook.id);
+      assert.deepEqual([released?.attempts, released?.next_attempt_at], [1, iso(2)]);
+      assert.deepEqual(await due(iso(2), ours), [`${webhook.id}:${completed.id}`]);
       assert.equal(
-        await ctx.store.claimWebhookDelivery({ ...lapsed, attempts: 1, until: iso(30_000) }),
+        await ctx.store.releaseWebhookClaim({ ...claimed, at: iso(3) }),
         false,
-        'stale attempts',
+        'given back already',
       );
-      assert.equal(await ctx.store.claimWebhookDelivery({ ...lapsed, until: iso(30_000) }), true);
-
-      // A blocked delivery, an unknown one, and one no longer pending are not taken.
-      const blocked = await deliveryOf(tenantId, webhook.id, second);
-      assert.equal(blocked.next_attempt_at, null);
-      for (const next_attempt_at of [iso(0), iso(1), iso(30_000)]) {
-        assert.equal(
-          await ctx.store.claimWebhookDelivery({
-            id: blocked.id,
-            attempts: 0,
-            next_attempt_at,
-            until: iso(40_000),
-          }),
-          false,
-        );
-      }
-      assert.equal(
-        await ctx.store.claimWebhookDelivery({ ...lapsed, id: newId('whd'), until: iso(40_000) }),
-        false,
-      );
-      assert.equal(await attempt(read, 'delivered', 200, iso(31_000), null), true);
-      assert.equal(
-        await ctx.store.claimWebhookDelivery({ ...lapsed, next_attempt_at: iso(30_000), until: iso(40_000) }),
-        false,
-        'delivered',
-      );
-      assert.equal((await deliveryOf(tenantId, webhook.id, first)).status, 'delivered');
-      await deliverAll(iso(31_000), ours);
+      await deliverAll(iso(2), ours);
     });
 
     it('a commit reports how many deliveries it queued, each write of a group its own', async () => {
