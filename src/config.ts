@@ -75,6 +75,8 @@ const envSchema = z
       }
       return parsed;
     }),
+    PARLEY_WEBHOOK_OUTBOX_MAX_DELIVERIES: integer(1, 100_000_000).default(10_000),
+    PARLEY_WEBHOOK_OUTBOX_MAX_BYTES: integer(1024, 1024 ** 4).default(64 * MiB),
     PARLEY_REQUEST_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
     PARLEY_HEADERS_TIMEOUT_MS: integer(1, 3_600_000).default(10_000),
     PARLEY_KEEP_ALIVE_TIMEOUT_MS: integer(1, 3_600_000).default(72_000),
@@ -135,10 +137,14 @@ export interface Config {
   readonly demo: boolean;
   /**
    * Webhooks (docs/internals/decisions.md#webhooks): whether endpoints may be on private or loopback
-   * addresses (on by default for one SQLite node), and the waits between a delivery's attempts (after the
-   * last one it is failed).
+   * addresses (on by default for one SQLite node), the waits between a delivery's attempts (after the
+   * last one it is failed), and each tenant's cap on its pending deliveries and their bytes.
    */
-  readonly webhooks: { readonly allowPrivate: boolean; readonly retryScheduleMs: readonly number[] };
+  readonly webhooks: {
+    readonly allowPrivate: boolean;
+    readonly retryScheduleMs: readonly number[];
+    readonly outbox: { readonly maxPendingDeliveries: number; readonly maxPendingBytes: number };
+  };
   /**
    * Receiving a request (headers, then body) is bounded; a streamed reply is not. Idle keep-alive sockets
    * close after keepAliveMs; connections beyond maxConnections are closed as they arrive.
@@ -217,6 +223,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           ? !e.DATABASE_URL && !e.REDIS_URL
           : e.PARLEY_WEBHOOK_ALLOW_PRIVATE === 'true',
       retryScheduleMs: e.PARLEY_WEBHOOK_RETRY_SCHEDULE,
+      outbox: {
+        maxPendingDeliveries: e.PARLEY_WEBHOOK_OUTBOX_MAX_DELIVERIES,
+        maxPendingBytes: e.PARLEY_WEBHOOK_OUTBOX_MAX_BYTES,
+      },
     },
     http: {
       requestTimeoutMs: e.PARLEY_REQUEST_TIMEOUT_MS,

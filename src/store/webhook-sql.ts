@@ -1,5 +1,6 @@
 // The webhook statements both stores share (as sql.ts is for the rest): finding the endpoints an event goes
-// to, chaining a key's deliveries, the deliverer's due deliveries, claims and attempts, and listings.
+// to, chaining a key's deliveries, the deliverer's due deliveries, claims and attempts, and listings. What
+// bounds the outbox (its counters, refusals, pruning) is in webhook-outbox-sql.ts.
 //
 // Chaining: of the pending deliveries of one endpoint and ordering key only the first (in row order) has a
 // `next_attempt_at`; each later one has none (is blocked) until the one before it is delivered or failed,
@@ -58,9 +59,9 @@ export function dueWebhookDeliveries(
   const where = [`d.status = 'pending'`, `d.next_attempt_at <= ${q.param(instant(at))}`];
   // One JSON parameter instead of a variable IN list keeps the statement the same (SQLite caches it).
   if (shards) where.push(d.inJsonArray('d.shard', q.param(JSON.stringify(shards)), 'int'));
-  return q.statement(`SELECT d.id, d.webhook_id, d.event_id, d.type, d.ordering_key, d.shard, d.attempts,
-      d.next_attempt_at, d.payload, d.created_at, w.url, w.secret
-    FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+  return q.statement(`SELECT d.id, d.tenant_id, d.webhook_id, d.event_id, d.type, d.ordering_key, d.shard,
+      d.attempts, d.next_attempt_at, e.payload, d.created_at, w.url, w.secret
+    FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN webhook_events e ON e.id = d.event_id
     WHERE ${where.join(' AND ')}
     ORDER BY d.next_attempt_at, d.${d.rowOrder} LIMIT ${q.param(limit)}`);
 }
@@ -98,14 +99,18 @@ export function lockEndpointOfDelivery(d: Dialect, deliveryId: string): Statemen
     WHERE id = (SELECT webhook_id FROM webhook_deliveries WHERE id = ${q.param(deliveryId)}) FOR NO KEY UPDATE`);
 }
 
-/** Records a claimed attempt if the delivery is still pending with `attempts` counted; returns its key. */
+/**
+ * Records a claimed attempt if the delivery is still pending with `attempts` counted; returns its key and
+ * what it counted in its tenant's outbox (tenant_id, shard, bytes).
+ */
 export function recordWebhookAttempt(d: Dialect, attempt: WebhookAttempt): Statement {
   const q = new Query(d);
   const next = attempt.next_attempt_at === null ? null : instant(attempt.next_attempt_at);
   return q.statement(`UPDATE webhook_deliveries SET status = ${q.param(attempt.status)},
-      last_status_code = ${q.param(attempt.status_code)}, next_attempt_at = ${q.param(next)}
+      last_status_code = ${q.param(attempt.status_code)}, error = ${q.param(attempt.error)},
+      next_attempt_at = ${q.param(next)}
     WHERE id = ${q.param(attempt.id)} AND status = 'pending' AND attempts = ${q.param(attempt.attempts)}
-    RETURNING webhook_id, ordering_key`);
+    RETURNING webhook_id, ordering_key, tenant_id, shard, bytes`);
 }
 
 /** Makes the first blocked delivery of an endpoint and key due at `at` (after the one before it is done). */
@@ -131,10 +136,9 @@ export function listWebhookDeliveries(d: Dialect, webhookId: string, page: PageR
   );
 }
 
-/** Delivered and failed deliveries created before `before`; pending ones stay whatever their age. */
-export function deleteOldWebhookDeliveries(d: Dialect, before: string): Statement {
+/** Delivered and failed deliveries created before `before`, at most `limit`; pending ones stay whatever their age. */
+export function deleteOldWebhookDeliveries(d: Dialect, before: string, limit: number): Statement {
   const q = new Query(d);
-  return q.statement(
-    `DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < ${q.param(instant(before))}`,
-  );
+  return q.statement(`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+    WHERE status <> 'pending' AND created_at < ${q.param(instant(before))} LIMIT ${q.param(limit)})`);
 }

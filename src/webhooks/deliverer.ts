@@ -184,6 +184,7 @@ export class WebhookDeliverer {
       id: delivery.id,
       attempts: claimed.attempts,
       status_code: result.status_code,
+      error: result.status_code === null ? result.error : null,
       at: at.toISOString(),
       ...outcome,
     };

@@ -48,15 +48,44 @@ export interface WebhookDelivery {
   status: WebhookDeliveryStatus;
   attempts: number;
   last_status_code: number | null;
+  /**
+   * Why it is not delivered: what the last attempt got instead of an answer (`timeout`, a connection error's
+   * code, …), or why it was never sent (WEBHOOK_OUTBOX_FULL); null once an attempt was answered.
+   */
+  error: string | null;
   last_attempt_at: string | null;
   /** Null once delivered or failed. */
   next_attempt_at: string | null;
   created_at: string;
 }
 
+/** The error of a delivery refused when queued: its tenant's outbox was past its cap. */
+export const WEBHOOK_OUTBOX_FULL = 'outbox_full';
+
+/**
+ * A tenant's cap on its pending deliveries, and on their bytes (a payload counts once for each endpoint
+ * still to be sent it): past either, a new delivery is stored failed (WEBHOOK_OUTBOX_FULL) instead of pending.
+ */
+export interface WebhookOutboxLimits {
+  maxPendingDeliveries: number;
+  maxPendingBytes: number;
+}
+
+export interface WebhookOutboxSettings extends WebhookOutboxLimits {
+  /** Told, once the change that queued them committed, how many deliveries were refused. */
+  onRefused?(count: number): void;
+}
+
+/** What a tenant has pending, as its outbox counts it. */
+export interface WebhookOutboxUsage {
+  pending_deliveries: number;
+  pending_bytes: number;
+}
+
 /** A delivery due now, with what sending it needs. */
 export interface DueWebhookDelivery {
   id: string;
+  tenant_id: string;
   webhook_id: string;
   event_id: string;
   type: WebhookEventType;
@@ -100,11 +129,20 @@ export interface WebhookAttempt {
   status: WebhookDeliveryStatus;
   /** The receiver's HTTP status; null when no answer came (refused, timed out). */
   status_code: number | null;
+  /** Why no answer came (`timeout`, a connection error's code, …); null with a status code. */
+  error: string | null;
   at: string;
   next_attempt_at: string | null;
 }
 
 export interface WebhookStore {
+  /**
+   * Sets the tenants' outbox caps (none until called) and who hears of refusals, for every change this
+   * store queues events in from now on.
+   */
+  configureWebhookOutbox(settings: WebhookOutboxSettings): void;
+  /** What the tenant has pending, as the cap counts it. */
+  webhookOutboxUsage(tenantId: string): Promise<WebhookOutboxUsage>;
   /**
    * Registers an endpoint unless the tenant has `limit` already, counted in the insert's transaction (so
    * that registrations made at once cannot pass it together); null when it has.
@@ -113,7 +151,7 @@ export interface WebhookStore {
   /** Oldest first. */
   listWebhooks(tenantId: string): Promise<Webhook[]>;
   getWebhook(tenantId: string, id: string): Promise<Webhook | null>;
-  /** Removes the endpoint and its deliveries; false when the tenant had no such endpoint. */
+  /** Removes the endpoint and its deliveries (their pending bytes leave the outbox); false when the tenant had no such endpoint. */
   deleteWebhook(tenantId: string, id: string): Promise<boolean>;
   /** An endpoint's deliveries, newest first; null when the tenant has no such endpoint. */
   listWebhookDeliveries(
@@ -145,6 +183,8 @@ export interface WebhookStore {
    * nothing written) when the delivery is not pending with `attempts` as given any more.
    */
   recordWebhookAttempt(attempt: WebhookAttempt): Promise<boolean>;
-  /** Deletes delivered and failed deliveries created before `before`; returns how many. */
-  deleteOldWebhookDeliveries(before: string): Promise<number>;
+  /** Deletes delivered and failed deliveries created before `before`, at most `limit`; returns how many. */
+  deleteOldWebhookDeliveries(before: string, limit: number): Promise<number>;
+  /** Deletes the payloads of events none of whose deliveries is pending any more, at most `limit`; how many. */
+  pruneWebhookEvents(limit: number): Promise<number>;
 }

@@ -109,11 +109,12 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const response = storeIdempotencyResponse(sqliteDialect, write);
   if (response) run(db, response);
   for (const statement of toolCallStatements(sqliteDialect, write, at)) run(db, statement);
-  const webhookDeliveries = queueWebhookEvents(db, write.webhookEvents);
+  const { queued, refused } = queueWebhookEvents(db, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),
     messages_count: messagesCount,
     updated_at: at,
-    webhook_deliveries: webhookDeliveries,
+    webhook_deliveries: queued,
+    webhook_refused: refused,
   };
 }

@@ -1,29 +1,72 @@
 // Webhooks of SqliteStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
-import { now, toPage } from '../rows.ts';
+import { now, type Row, toPage } from '../rows.ts';
 import { insert, sqliteDialect } from '../sql.ts';
-import type { WebhookEvent, WebhookStore } from '../store.ts';
+import type { WebhookEvent, WebhookOutboxUsage, WebhookStore } from '../store.ts';
+import {
+  configureOutbox,
+  count,
+  deliveriesThatFit,
+  inLockOrder,
+  nothingQueued,
+  outboxOf,
+  type QueuedDeliveries,
+  stripeOf,
+} from '../webhook-outbox.ts';
+import * as outboxSql from '../webhook-outbox-sql.ts';
 import * as webhookRows from '../webhook-rows.ts';
 import * as webhookSql from '../webhook-sql.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 
+const usageOf = (r: Row | undefined): WebhookOutboxUsage => ({
+  pending_deliveries: Number(r?.pending_deliveries ?? 0),
+  pending_bytes: Number(r?.pending_bytes ?? 0),
+});
+
 /**
- * Writes one pending delivery of each event per subscribed endpoint, blocked behind a pending one of its
- * endpoint and key; call inside db.write (SQLite has one writer at a time: nothing to lock). Returns how
- * many it wrote.
+ * Writes one delivery of each event per subscribed endpoint: pending (blocked behind a pending one of its
+ * endpoint and key) while its tenant's outbox has room, refused past it; call inside db.write (SQLite has one
+ * writer at a time: nothing to lock). Tell the refusals (tellRefused) once the transaction committed.
  */
-export function queueWebhookEvents(db: SqliteDb, events: readonly WebhookEvent[] | undefined): number {
-  if (!events?.length || !anyWebhooks(db)) return 0;
-  let queued = 0;
+export function queueWebhookEvents(
+  db: SqliteDb,
+  events: readonly WebhookEvent[] | undefined,
+): QueuedDeliveries {
+  const queued = nothingQueued();
+  if (!events?.length || !anyWebhooks(db)) return queued;
+  const limits = outboxOf(db);
+  const usage = new Map<string, WebhookOutboxUsage>();
   for (const event of events) {
-    for (const endpoint of all(db, webhookSql.subscribedWebhooks(sqliteDialect, event, false))) {
+    const endpoints = all(db, webhookSql.subscribedWebhooks(sqliteDialect, event, false));
+    if (endpoints.length === 0) continue;
+    const bytes = Buffer.byteLength(event.payload);
+    const pending =
+      usage.get(event.tenant_id) ?? usageOf(get(db, outboxSql.outboxUsage(sqliteDialect, event.tenant_id)));
+    const room = deliveriesThatFit(limits, pending, endpoints.length, bytes);
+    if (room > 0) run(db, insert(sqliteDialect, 'webhook_events', webhookRows.eventRow(event)));
+    endpoints.forEach((endpoint, n) => {
       const webhookId = String(endpoint.id);
-      const latest = webhookSql.latestPendingDelivery(sqliteDialect, webhookId, event.ordering_key, false);
-      const row = webhookRows.deliveryRow(event, webhookId, !!get(db, latest));
-      run(db, insert(sqliteDialect, 'webhook_deliveries', row));
-      queued++;
-    }
+      let state: 'due' | 'blocked' | 'refused' = 'refused';
+      if (n < room) {
+        const latest = webhookSql.latestPendingDelivery(sqliteDialect, webhookId, event.ordering_key, false);
+        state = get(db, latest) ? 'blocked' : 'due';
+      }
+      run(
+        db,
+        insert(sqliteDialect, 'webhook_deliveries', webhookRows.deliveryRow(event, webhookId, bytes, state)),
+      );
+    });
+    count(queued, event.tenant_id, event.shard, room, bytes);
+    usage.set(event.tenant_id, {
+      pending_deliveries: pending.pending_deliveries + room,
+      pending_bytes: pending.pending_bytes + room * bytes,
+    });
+    queued.queued += room;
+    queued.refused += endpoints.length - room;
+  }
+  for (const entry of inLockOrder(queued.added.values())) {
+    if (entry.deliveries > 0) run(db, outboxSql.addToOutbox(sqliteDialect, entry));
   }
   return queued;
 }
@@ -41,6 +84,14 @@ const endpointCount = (db: SqliteDb, tenantId: string) =>
 /** The webhooks of SqliteStore, on its connection. */
 export function part(db: SqliteDb): WebhookStore {
   return {
+    configureWebhookOutbox(settings) {
+      configureOutbox(db, settings);
+    },
+
+    async webhookOutboxUsage(tenantId) {
+      return usageOf(get(db, outboxSql.outboxUsage(sqliteDialect, tenantId)));
+    },
+
     async createWebhook(tenantId, webhook, limit) {
       const row = webhookRows.webhookRow(tenantId, webhook, now());
       // One writer at a time: the count and the insert see the same endpoints.
@@ -64,11 +115,21 @@ export function part(db: SqliteDb): WebhookStore {
     },
 
     async deleteWebhook(tenantId, id) {
-      // The deliveries go with it (ON DELETE CASCADE; the connection has foreign_keys on).
-      const result = db.write(() =>
-        db.q('DELETE FROM webhooks WHERE tenant_id = ? AND id = ?').run(tenantId, id),
-      );
-      return Number(result.changes) === 1;
+      return db.write(() => {
+        const owned = db.q('SELECT 1 FROM webhooks WHERE tenant_id = ? AND id = ?').get(tenantId, id);
+        if (!owned) return false;
+        // What its pending deliveries counted leaves its tenant's outbox with them.
+        const pending = all(db, outboxSql.pendingOfEndpoint(sqliteDialect, id)).map((r) => ({
+          tenantId: String(r.tenant_id),
+          stripe: Number(r.stripe),
+          deliveries: -Number(r.deliveries),
+          bytes: -Number(r.bytes),
+        }));
+        // The deliveries go with it (ON DELETE CASCADE; the connection has foreign_keys on).
+        db.q('DELETE FROM webhooks WHERE id = ?').run(id);
+        for (const entry of inLockOrder(pending)) run(db, outboxSql.addToOutbox(sqliteDialect, entry));
+        return true;
+      });
     },
 
     async listWebhookDeliveries(tenantId, webhookId, page) {
@@ -103,23 +164,32 @@ export function part(db: SqliteDb): WebhookStore {
         const recorded = get(db, webhookSql.recordWebhookAttempt(sqliteDialect, attempt));
         if (!recorded) return false;
         if (attempt.status !== 'pending') {
-          const { webhook_id, ordering_key } = recorded;
+          const webhookId = String(recorded.webhook_id);
+          const key = String(recorded.ordering_key);
+          run(db, webhookSql.unblockNextDelivery(sqliteDialect, webhookId, key, attempt.at));
           run(
             db,
-            webhookSql.unblockNextDelivery(
-              sqliteDialect,
-              String(webhook_id),
-              String(ordering_key),
-              attempt.at,
-            ),
+            outboxSql.addToOutbox(sqliteDialect, {
+              tenantId: String(recorded.tenant_id),
+              stripe: stripeOf(Number(recorded.shard)),
+              deliveries: -1,
+              bytes: -Number(recorded.bytes),
+            }),
           );
         }
         return true;
       });
     },
 
-    async deleteOldWebhookDeliveries(before) {
-      const result = db.write(() => run(db, webhookSql.deleteOldWebhookDeliveries(sqliteDialect, before)));
+    async deleteOldWebhookDeliveries(before, limit) {
+      const result = db.write(() =>
+        run(db, webhookSql.deleteOldWebhookDeliveries(sqliteDialect, before, limit)),
+      );
+      return Number(result.changes);
+    },
+
+    async pruneWebhookEvents(limit) {
+      const result = db.write(() => run(db, outboxSql.pruneWebhookEvents(sqliteDialect, limit)));
       return Number(result.changes);
     },
   };

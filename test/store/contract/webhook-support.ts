@@ -121,7 +121,15 @@ export function webhookFixture(open: OpenStore) {
     status_code: number | null,
     at: string,
     next_attempt_at: string | null,
-  ) => ctx.store.recordWebhookAttempt({ ...claimed, status, status_code, at, next_attempt_at });
+  ) =>
+    ctx.store.recordWebhookAttempt({
+      ...claimed,
+      status,
+      status_code,
+      error: status_code === null ? 'timeout' : null,
+      at,
+      next_attempt_at,
+    });
 
   /** Delivers ours until none is due at `at`, so that none is left due for later tests on a shared database. */
   async function deliverAll(at: string, ours: Set<string>) {

@@ -84,6 +84,7 @@ export function webhooks(open: OpenStore): void {
         status: 'pending',
         attempts: 0,
         last_status_code: null,
+        error: null,
         last_attempt_at: null,
         next_attempt_at: completed.created_at,
         created_at: completed.created_at,
@@ -98,6 +99,7 @@ export function webhooks(open: OpenStore): void {
       assert.ok(sent);
       assert.deepEqual(sent, {
         id: sent.id,
+        tenant_id: tenantId,
         webhook_id: both.id,
         event_id: closed.id,
         type: 'session.closed',
@@ -390,6 +392,7 @@ export function webhooks(open: OpenStore): void {
           ...queued,
           attempts: 1,
           last_status_code: null,
+          error: 'timeout',
           last_attempt_at: iso(100),
           next_attempt_at: iso(1_100),
         },
@@ -682,9 +685,10 @@ export function webhooks(open: OpenStore): void {
       await attempt(await of(failed), 'failed', 404, at(20_000), null);
       await attempt(await of(recent), 'delivered', 200, at(20_000), null);
 
-      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 2);
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000), 1), 1, 'at most the limit');
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000), 100), 1);
       assert.deepEqual(await eventIds(tenantId, webhook.id), [pending.id, recent.id].sort());
-      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 0);
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000), 100), 0);
       await deliverAll(at(10_000), new Set([webhook.id]));
     });
   });

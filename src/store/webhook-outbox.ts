@@ -1,0 +1,77 @@
+// The webhook outbox's bound, for both stores (docs/internals/decisions.md#webhooks): each tenant's pending
+// deliveries and their bytes are counted in webhook_outbox, in stripes by shard, and a new delivery is
+// queued pending only while its tenant stays within its caps; past them it is stored refused. The caps and
+// who hears of refusals are set per store (configureWebhookOutbox) and kept here by the store's handle, so
+// that the functions queueing events inside a change's transaction find them.
+import type { WebhookOutboxSettings, WebhookOutboxUsage } from './store.ts';
+
+/** The stripes a tenant's counters are split in: a commit updates its shard's, and sums all to check. */
+export const OUTBOX_STRIPES = 16;
+export const stripeOf = (shard: number) => shard % OUTBOX_STRIPES;
+
+const UNBOUNDED: WebhookOutboxSettings = {
+  maxPendingDeliveries: Number.POSITIVE_INFINITY,
+  maxPendingBytes: Number.POSITIVE_INFINITY,
+};
+
+const settings = new WeakMap<object, WebhookOutboxSettings>();
+
+/** Sets the caps of the store whose handle (its connection, or pool) this is. */
+export function configureOutbox(handle: object, value: WebhookOutboxSettings): void {
+  settings.set(handle, value);
+}
+
+/** The caps of the store whose handle this is: none until configured. */
+export const outboxOf = (handle: object): WebhookOutboxSettings => settings.get(handle) ?? UNBOUNDED;
+
+/** How many of `wanted` deliveries of `bytes` each still fit in what the tenant has pending. */
+export function deliveriesThatFit(
+  limits: WebhookOutboxSettings,
+  pending: WebhookOutboxUsage,
+  wanted: number,
+  bytes: number,
+): number {
+  const byCount = limits.maxPendingDeliveries - pending.pending_deliveries;
+  const byBytes = bytes > 0 ? Math.floor((limits.maxPendingBytes - pending.pending_bytes) / bytes) : wanted;
+  return Math.max(0, Math.min(wanted, byCount, byBytes));
+}
+
+/** What a queueing call did: deliveries queued pending, and deliveries stored refused. */
+export interface QueuedDeliveries {
+  queued: number;
+  refused: number;
+  /** Pending deliveries and bytes added, by tenant and stripe (`tenant\u0000stripe`), applied last. */
+  added: Map<string, { tenantId: string; stripe: number; deliveries: number; bytes: number }>;
+}
+
+export const nothingQueued = (): QueuedDeliveries => ({ queued: 0, refused: 0, added: new Map() });
+
+/** Counts `deliveries` more pending deliveries of `bytes` each in the tenant's stripe of `shard`. */
+export function count(
+  q: QueuedDeliveries,
+  tenantId: string,
+  shard: number,
+  deliveries: number,
+  bytes: number,
+) {
+  const stripe = stripeOf(shard);
+  const key = `${tenantId}\u0000${stripe}`;
+  const entry = q.added.get(key) ?? { tenantId, stripe, deliveries: 0, bytes: 0 };
+  entry.deliveries += deliveries;
+  entry.bytes += deliveries * bytes;
+  q.added.set(key, entry);
+}
+
+/**
+ * The stripes to update, in one order (tenant, then stripe) whoever updates them, so that two transactions
+ * holding some stripe rows never wait for each other's.
+ */
+export const inLockOrder = <T extends { tenantId: string; stripe: number }>(entries: Iterable<T>): T[] =>
+  [...entries].sort((a, b) =>
+    a.tenantId === b.tenantId ? a.stripe - b.stripe : a.tenantId < b.tenantId ? -1 : 1,
+  );
+
+/** Tells the store's listener of refusals, once their change has committed. */
+export function tellRefused(handle: object, refused: number): void {
+  if (refused > 0) outboxOf(handle).onRefused?.(refused);
+}
