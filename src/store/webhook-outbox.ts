@@ -71,6 +71,21 @@ export const inLockOrder = <T extends { tenantId: string; stripe: number }>(entr
     a.tenantId === b.tenantId ? a.stripe - b.stripe : a.tenantId < b.tenantId ? -1 : 1,
   );
 
+/** What deliveries that left pending (`tenant_id`, `shard`, `bytes` each) take off their tenants' outboxes. */
+export function leftOutbox(rows: readonly Record<string, unknown>[]) {
+  const taken = new Map<string, { tenantId: string; stripe: number; deliveries: number; bytes: number }>();
+  for (const row of rows) {
+    const tenantId = String(row.tenant_id);
+    const stripe = stripeOf(Number(row.shard));
+    const key = `${tenantId}\u0000${stripe}`;
+    const entry = taken.get(key) ?? { tenantId, stripe, deliveries: 0, bytes: 0 };
+    entry.deliveries -= 1;
+    entry.bytes -= Number(row.bytes);
+    taken.set(key, entry);
+  }
+  return taken.values();
+}
+
 /** Tells the store's listener of refusals, once their change has committed. */
 export function tellRefused(handle: object, refused: number): void {
   if (refused > 0) outboxOf(handle).onRefused?.(refused);

@@ -65,6 +65,8 @@ export const toDueWebhookDelivery = (r: Row): DueWebhookDelivery => ({
   secret: text(r, 'secret'),
   payload: text(r, 'payload'),
   created_at: text(r, 'created_at'),
+  endpoint_failures: integer(r, 'endpoint_failures'),
+  endpoint_retry_at: textOrNull(r, 'endpoint_retry_at'),
 });
 
 export const webhookRow = (tenantId: string, webhook: NewWebhook, at: string) => ({
@@ -85,17 +87,21 @@ export const eventRow = (event: WebhookEvent) => ({
 });
 
 /**
- * A new delivery of `event` to one endpoint. Pending and due at once, or blocked (no due time) when it
- * queues behind a pending delivery of its endpoint and key (see webhook-sql.ts); or refused, when its
- * tenant's outbox is full: failed at once, never sent. Instants as stored, so that they compare as text.
+ * A new delivery of `event` to one endpoint. Pending and due at once (or once its endpoint's backoff ends,
+ * `heldUntil`), or blocked (no due time) when it queues behind a pending delivery of its endpoint and key (see
+ * webhook-sql.ts); or refused, when its tenant's outbox is full: failed at once, never sent. Instants as
+ * stored, so that they compare as text.
  */
 export const deliveryRow = (
   event: WebhookEvent,
   webhookId: string,
   bytes: number,
   state: 'due' | 'blocked' | 'refused',
+  heldUntil: string | null = null,
 ) => {
   const createdAt = instant(event.created_at);
+  const held = heldUntil === null ? null : instant(heldUntil);
+  const dueAt = held !== null && held > createdAt ? held : createdAt;
   return {
     id: newId('whd'),
     tenant_id: event.tenant_id,
@@ -111,7 +117,7 @@ export const deliveryRow = (
     last_status_code: null,
     error: state === 'refused' ? WEBHOOK_OUTBOX_FULL : null,
     last_attempt_at: null,
-    next_attempt_at: state === 'due' ? createdAt : null,
+    next_attempt_at: state === 'due' ? dueAt : null,
     created_at: createdAt,
   };
 };

@@ -1,6 +1,7 @@
 // The webhook statements both stores share (as sql.ts is for the rest): finding the endpoints an event goes
 // to, chaining a key's deliveries, the deliverer's due deliveries, claims and attempts, and listings. What
-// bounds the outbox (its counters, refusals, pruning) is in webhook-outbox-sql.ts.
+// bounds the outbox (its counters, refusals, pruning) is in webhook-outbox-sql.ts, an endpoint's backoff in
+// webhook-backoff-sql.ts.
 //
 // Chaining: of the pending deliveries of one endpoint and ordering key only the first (in row order) has a
 // `next_attempt_at`; each later one has none (is blocked) until the one before it is delivered or failed,
@@ -10,9 +11,10 @@ import { type Dialect, instant, Query, type Statement } from './sql.ts';
 import type { PageRequest, WebhookAttempt, WebhookClaim, WebhookEvent } from './store.ts';
 
 /**
- * The ids of the event's tenant's endpoints subscribed to its type, oldest first. `lock` (PostgreSQL) holds
- * them until commit (FOR KEY SHARE), so that one deleted meanwhile is deleted after this transaction, not
- * between the read and the insert of its delivery (whose foreign key would fail the change reported).
+ * The event's tenant's endpoints subscribed to its type (`id`, and `retry_at` when one is backed off), oldest
+ * first. `lock` (PostgreSQL) holds them until commit (FOR KEY SHARE), so that one deleted meanwhile is
+ * deleted after this transaction, not between the read and the insert of its delivery (whose foreign key
+ * would fail the change reported).
  */
 export function subscribedWebhooks(d: Dialect, event: WebhookEvent, lock: boolean): Statement {
   const q = new Query(d);
@@ -20,7 +22,7 @@ export function subscribedWebhooks(d: Dialect, event: WebhookEvent, lock: boolea
   // The type is the value looked up, the endpoint's `events` the JSON array it is looked up in.
   const subscribed = d.inJsonArray(q.param(event.type), 'events', 'text');
   return q.statement(
-    `SELECT id FROM webhooks WHERE tenant_id = ${tenant} AND ${subscribed}
+    `SELECT id, retry_at FROM webhooks WHERE tenant_id = ${tenant} AND ${subscribed}
       ORDER BY created_at, ${d.rowOrder}${lock ? ' FOR KEY SHARE' : ''}`,
   );
 }
@@ -47,20 +49,33 @@ export function latestPendingDelivery(
     ORDER BY ${d.rowOrder} DESC LIMIT 1${lock ? ' FOR UPDATE' : ''}`);
 }
 
-/** Pending deliveries due at `at`: only the first of each endpoint and key has a due time (see above). */
+/**
+ * Pending deliveries due at `at`: only the first of each endpoint and key has a due time (see above), and
+ * none of an endpoint backed off past `at` is due (its deliveries due sooner were moved to its `retry_at`
+ * when it was backed off, so the scan rarely meets one). Not of `skip`'s tenants and endpoints.
+ */
 export function dueWebhookDeliveries(
   d: Dialect,
   at: string,
   limit: number,
   shards: readonly number[] | undefined,
+  skip: { tenants: readonly string[]; webhooks: readonly string[] } | undefined,
 ): Statement {
   const q = new Query(d);
   // `<=` implies NOT NULL, so the partial index webhook_deliveries_due (pending, with a due time) serves it.
   const where = [`d.status = 'pending'`, `d.next_attempt_at <= ${q.param(instant(at))}`];
+  where.push(`(w.retry_at IS NULL OR w.retry_at <= ${q.param(instant(at))})`);
   // One JSON parameter instead of a variable IN list keeps the statement the same (SQLite caches it).
   if (shards) where.push(d.inJsonArray('d.shard', q.param(JSON.stringify(shards)), 'int'));
+  if (skip?.tenants.length) {
+    where.push(`NOT ${d.inJsonArray('d.tenant_id', q.param(JSON.stringify(skip.tenants)), 'text')}`);
+  }
+  if (skip?.webhooks.length) {
+    where.push(`NOT ${d.inJsonArray('d.webhook_id', q.param(JSON.stringify(skip.webhooks)), 'text')}`);
+  }
   return q.statement(`SELECT d.id, d.tenant_id, d.webhook_id, d.event_id, d.type, d.ordering_key, d.shard,
-      d.attempts, d.next_attempt_at, e.payload, d.created_at, w.url, w.secret
+      d.attempts, d.next_attempt_at, e.payload, d.created_at, w.url, w.secret,
+      w.failures AS endpoint_failures, w.retry_at AS endpoint_retry_at
     FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN webhook_events e ON e.id = d.event_id
     WHERE ${where.join(' AND ')}
     ORDER BY d.next_attempt_at, d.${d.rowOrder} LIMIT ${q.param(limit)}`);

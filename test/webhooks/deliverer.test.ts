@@ -273,25 +273,31 @@ test('at most `concurrency` attempts are in flight, and none is attempted again 
   const store = await openStore(t);
   const receiver = await startReceiver(t);
   receiver.otherwise('hold');
-  const { tenantId, deliveries } = await endpoint(store, receiver.url);
+  // Five tenants with an endpoint each: their shares (two a tenant, one an endpoint, of four) leave
+  // concurrency the bound.
+  const endpoints: Awaited<ReturnType<typeof endpoint>>[] = [];
   const events = [];
-  for (let i = 0; i < 5; i++)
-    events.push(...(await (await session(store, tenantId)).queue('turn.completed')));
+  for (let i = 0; i < 5; i++) {
+    const hook = await endpoint(store, receiver.url);
+    endpoints.push(hook);
+    events.push(...(await (await session(store, hook.tenantId)).queue('turn.completed')));
+  }
   // Polled every 20 ms while answers are held: an attempt in flight is due again at every round.
-  startDeliverer(t, store, { concurrency: 2, pollMs: 20 });
+  startDeliverer(t, store, { concurrency: 4, pollMs: 20 });
 
-  await waitFor('two requests held', () => receiver.requests.length >= 2);
+  await waitFor('four requests held', () => receiver.requests.length >= 4);
+  const all = async () => (await Promise.all(endpoints.map((e) => e.deliveries()))).flat();
   await waitFor('every delivery recorded delivered', async () => {
     receiver.release();
-    const all = await deliveries();
-    return all.length === 5 && all.every((d) => d.status === 'delivered');
+    const listed = await all();
+    return listed.length === 5 && listed.every((d) => d.status === 'delivered');
   });
-  assert.ok(receiver.mostOpen <= 2, `${receiver.mostOpen} requests open at once`);
+  assert.ok(receiver.mostOpen <= 4, `${receiver.mostOpen} requests open at once`);
   assert.deepEqual(
     receiver.requests.map((r) => r.headers['webhook-id']).sort(),
     events.map((e) => e.id).sort(),
   );
-  assert.ok((await deliveries()).every((d) => d.attempts === 1));
+  assert.ok((await all()).every((d) => d.attempts === 1));
 });
 
 test('stop() aborts an attempt in flight without recording an outcome: counted, the delivery stays pending and due at once for the next deliverer', async (t) => {

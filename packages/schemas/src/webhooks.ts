@@ -71,7 +71,7 @@ export const webhookDeliverySchema = z
     last_status_code: z.number().int().nullable(),
     error: z.string().nullable().meta({
       description:
-        "Why it is not delivered: what its last attempt got instead of an answer (`timeout`, `private_address`, a connection error's code such as `ECONNREFUSED`), or `outbox_full` when it was never sent because the tenant's outbox was past its cap; null once an attempt was answered",
+        "Why it is not delivered: what its last attempt got instead of an answer (`timeout`, `private_address`, a connection error's code such as `ECONNREFUSED`), `outbox_full` when it was never sent because the tenant's outbox was past its cap, or `endpoint_failing` when it was given up unsent because its endpoint failed every attempt for longer than the retry schedule; null once an attempt was answered",
     }),
     last_attempt_at: timestamp.nullable(),
     next_attempt_at: timestamp.nullable(),

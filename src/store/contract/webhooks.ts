@@ -61,6 +61,11 @@ export interface WebhookDelivery {
 
 /** The error of a delivery refused when queued: its tenant's outbox was past its cap. */
 export const WEBHOOK_OUTBOX_FULL = 'outbox_full';
+/**
+ * The error of a delivery given up unsent: its endpoint failed every attempt made to it for longer than the
+ * retry schedule's span, and the delivery is older than that span.
+ */
+export const WEBHOOK_ENDPOINT_FAILING = 'endpoint_failing';
 
 /**
  * A tenant's cap on its pending deliveries, and on their bytes (a payload counts once for each endpoint
@@ -100,6 +105,12 @@ export interface DueWebhookDelivery {
   secret: string;
   payload: string;
   created_at: string;
+  /**
+   * Its endpoint's failed attempts in a row (0: healthy) and, when failing, when its next attempt may go, as
+   * read: a failing endpoint is sent one delivery at a time (a probe), taken with claimWebhookProbe.
+   */
+  endpoint_failures: number;
+  endpoint_retry_at: string | null;
 }
 
 /**
@@ -133,6 +144,24 @@ export interface WebhookAttempt {
   error: string | null;
   at: string;
   next_attempt_at: string | null;
+  /**
+   * What the attempt says of its endpoint. Delivered, null: the endpoint is healthy again. Otherwise the
+   * endpoint is failing, backed off as a whole: none of its deliveries is due before `retry_at` (those due
+   * sooner move to it). A probe (the one attempt of a failing endpoint) sets `retry_at` and adds one to its
+   * failures; another attempt makes them at least one and `retry_at` at least this. When the endpoint has
+   * been failing since before `give_up_before`, its pending deliveries created before it are failed unsent
+   * (WEBHOOK_ENDPOINT_FAILING), and the next of each of their keys falls due at `retry_at`.
+   */
+  endpoint: { retry_at: string; probe: boolean; give_up_before: string } | null;
+}
+
+/** A process takes a failing endpoint's next attempt (its probe), as read; see claimWebhookProbe. */
+export interface WebhookProbeClaim {
+  webhook_id: string;
+  /** The endpoint's `retry_at` as read: the claim fails when it changed since. */
+  retry_at: string;
+  /** Until when no other probe of it may go: its `retry_at` moves there. */
+  until: string;
 }
 
 export interface WebhookStore {
@@ -160,11 +189,23 @@ export interface WebhookStore {
     page: PageRequest,
   ): Promise<Page<WebhookDelivery> | null>;
   /**
-   * Pending deliveries due at `now` (only in `shards` when given), earliest due first, at most `limit`. Only
-   * the first pending delivery of an endpoint and ordering key is ever due: one queued behind another has no
-   * `next_attempt_at` until the one before it is delivered or failed.
+   * Pending deliveries due at `now` (only in `shards` when given, none of `skip`'s tenants or endpoints),
+   * earliest due first, at most `limit`. Only the first pending delivery of an endpoint and ordering key is
+   * ever due: one queued behind another has no `next_attempt_at` until the one before it is delivered or
+   * failed. None of an endpoint backed off until after `now` is due.
    */
-  dueWebhookDeliveries(now: string, limit: number, shards?: readonly number[]): Promise<DueWebhookDelivery[]>;
+  dueWebhookDeliveries(
+    now: string,
+    limit: number,
+    shards?: readonly number[],
+    skip?: { tenants: readonly string[]; webhooks: readonly string[] },
+  ): Promise<DueWebhookDelivery[]>;
+  /**
+   * Takes a failing endpoint's next attempt: its `retry_at` moves to `until` if still as read, so that one
+   * process sends one delivery to it meanwhile. Given back with the reverse claim (from `until` to what was
+   * read). False when it changed since (taken, recorded, healthy again, deleted).
+   */
+  claimWebhookProbe(claim: WebhookProbeClaim): Promise<boolean>;
   /**
    * Takes a due delivery for one attempt and counts it; false when it is no longer as read (claimed,
    * recorded, deleted).

@@ -57,10 +57,10 @@ export async function queueWebhookEvents(
   events: readonly WebhookEvent[] | undefined,
 ): Promise<QueuedDeliveries> {
   const queued = nothingQueued();
-  const targets: { event: WebhookEvent; endpoints: string[] }[] = [];
+  const targets: { event: WebhookEvent; endpoints: Row[] }[] = [];
   for (const event of events ?? []) {
     const { rows } = await execute(c, webhookSql.subscribedWebhooks(postgresDialect, event, true));
-    if (rows.length > 0) targets.push({ event, endpoints: rows.map((r) => String(r.id)) });
+    if (rows.length > 0) targets.push({ event, endpoints: rows });
   }
   if (targets.length === 0) return queued;
   // Ordered by the lock's key, so that two transactions of several keys cannot wait for each other.
@@ -80,7 +80,8 @@ export async function queueWebhookEvents(
     }
     const room = deliveriesThatFit(limits, pending, endpoints.length, bytes);
     if (room > 0) await execute(c, insert(postgresDialect, 'webhook_events', webhookRows.eventRow(event)));
-    for (const [n, webhookId] of endpoints.entries()) {
+    for (const [n, endpoint] of endpoints.entries()) {
+      const webhookId = String(endpoint.id);
       let state: 'due' | 'blocked' | 'refused' = 'refused';
       if (n < room) {
         const latest = await execute(
@@ -89,7 +90,9 @@ export async function queueWebhookEvents(
         );
         state = latest.rows.length > 0 ? 'blocked' : 'due';
       }
-      const row = webhookRows.deliveryRow(event, webhookId, bytes, state);
+      // The first of its key to an endpoint backed off waits with its others (see webhook-backoff-sql.ts).
+      const held = endpoint.retry_at === null ? null : String(endpoint.retry_at);
+      const row = webhookRows.deliveryRow(event, webhookId, bytes, state, held);
       await execute(c, insert(postgresDialect, 'webhook_deliveries', row));
     }
     count(queued, event.tenant_id, event.shard, room, bytes);

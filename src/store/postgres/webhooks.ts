@@ -6,9 +6,10 @@
 // stripes last, in one order; queueing takes the endpoint FOR KEY SHARE (which only a delete waits for), the
 // latest pending delivery of its key, then the stripes. So no two of them wait for each other in a circle.
 import { now, type Row, toPage } from '../rows.ts';
-import { insert, postgresDialect } from '../sql.ts';
+import { insert, instant, postgresDialect } from '../sql.ts';
 import type { WebhookOutboxUsage, WebhookStore } from '../store.ts';
-import { configureOutbox, inLockOrder, stripeOf } from '../webhook-outbox.ts';
+import * as backoffSql from '../webhook-backoff-sql.ts';
+import { configureOutbox, inLockOrder, leftOutbox } from '../webhook-outbox.ts';
 import * as outboxSql from '../webhook-outbox-sql.ts';
 import * as webhookRows from '../webhook-rows.ts';
 import * as webhookSql from '../webhook-sql.ts';
@@ -95,9 +96,14 @@ export function part(db: Db): WebhookStore {
       return toPage((await db.rows(sql, values)).map(webhookRows.toWebhookDelivery), page);
     },
 
-    async dueWebhookDeliveries(at, limit, shards) {
-      const { sql, values } = webhookSql.dueWebhookDeliveries(postgresDialect, at, limit, shards);
+    async dueWebhookDeliveries(at, limit, shards, skip) {
+      const { sql, values } = webhookSql.dueWebhookDeliveries(postgresDialect, at, limit, shards, skip);
       return (await db.rows(sql, values)).map(webhookRows.toDueWebhookDelivery);
+    },
+
+    async claimWebhookProbe(claim) {
+      const result = await db.tx((c) => execute(c, backoffSql.claimWebhookProbe(postgresDialect, claim)));
+      return result.rowCount === 1;
     },
 
     async claimWebhookDelivery(claim) {
@@ -120,21 +126,33 @@ export function part(db: Db): WebhookStore {
         const { rows } = await execute(c, webhookSql.recordWebhookAttempt(postgresDialect, attempt));
         const recorded = rows[0];
         if (!recorded) return false;
+        const webhookId = String(recorded.webhook_id);
+        const done: Row[] = [];
         // A statement of its own, after the status changed: see queueWebhookEvents.
         if (attempt.status !== 'pending') {
-          const webhookId = String(recorded.webhook_id);
           const key = String(recorded.ordering_key);
           await execute(c, webhookSql.unblockNextDelivery(postgresDialect, webhookId, key, attempt.at));
-          // The outbox's stripe last (see the lock order above).
-          await execute(
-            c,
-            outboxSql.addToOutbox(postgresDialect, {
-              tenantId: String(recorded.tenant_id),
-              stripe: stripeOf(Number(recorded.shard)),
-              deliveries: -1,
-              bytes: -Number(recorded.bytes),
-            }),
-          );
+          done.push(recorded);
+        }
+        if (attempt.endpoint === null)
+          await execute(c, backoffSql.endpointAnswered(postgresDialect, webhookId));
+        else {
+          const { endpoint } = attempt;
+          const failed = { at: attempt.at, retry_at: endpoint.retry_at, probe: endpoint.probe };
+          const state = (await execute(c, backoffSql.endpointFailed(postgresDialect, webhookId, failed)))
+            .rows[0];
+          const retryAt = String(state?.retry_at);
+          await execute(c, backoffSql.holdDeliveries(postgresDialect, webhookId, retryAt));
+          if (state && String(state.failing_since) < instant(endpoint.give_up_before)) {
+            const before = endpoint.give_up_before;
+            const given = await execute(c, backoffSql.giveUpDeliveries(postgresDialect, webhookId, before));
+            done.push(...given.rows);
+            await execute(c, backoffSql.unblockEndpointKeys(postgresDialect, webhookId, retryAt));
+          }
+        }
+        // The outbox's stripes last (see the lock order above).
+        for (const entry of inLockOrder(leftOutbox(done))) {
+          await execute(c, outboxSql.addToOutbox(postgresDialect, entry));
         }
         return true;
       });

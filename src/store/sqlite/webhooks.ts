@@ -2,17 +2,18 @@
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
 // feedback), so that an event is stored if and only if its change is.
 import { now, type Row, toPage } from '../rows.ts';
-import { insert, sqliteDialect } from '../sql.ts';
+import { insert, instant, sqliteDialect } from '../sql.ts';
 import type { WebhookEvent, WebhookOutboxUsage, WebhookStore } from '../store.ts';
+import * as backoffSql from '../webhook-backoff-sql.ts';
 import {
   configureOutbox,
   count,
   deliveriesThatFit,
   inLockOrder,
+  leftOutbox,
   nothingQueued,
   outboxOf,
   type QueuedDeliveries,
-  stripeOf,
 } from '../webhook-outbox.ts';
 import * as outboxSql from '../webhook-outbox-sql.ts';
 import * as webhookRows from '../webhook-rows.ts';
@@ -52,10 +53,10 @@ export function queueWebhookEvents(
         const latest = webhookSql.latestPendingDelivery(sqliteDialect, webhookId, event.ordering_key, false);
         state = get(db, latest) ? 'blocked' : 'due';
       }
-      run(
-        db,
-        insert(sqliteDialect, 'webhook_deliveries', webhookRows.deliveryRow(event, webhookId, bytes, state)),
-      );
+      // The first of its key to an endpoint backed off waits with its others (see webhook-backoff-sql.ts).
+      const held = endpoint.retry_at === null ? null : String(endpoint.retry_at);
+      const row = webhookRows.deliveryRow(event, webhookId, bytes, state, held);
+      run(db, insert(sqliteDialect, 'webhook_deliveries', row));
     });
     count(queued, event.tenant_id, event.shard, room, bytes);
     usage.set(event.tenant_id, {
@@ -143,10 +144,15 @@ export function part(db: SqliteDb): WebhookStore {
       );
     },
 
-    async dueWebhookDeliveries(at, limit, shards) {
-      return all(db, webhookSql.dueWebhookDeliveries(sqliteDialect, at, limit, shards)).map(
+    async dueWebhookDeliveries(at, limit, shards, skip) {
+      return all(db, webhookSql.dueWebhookDeliveries(sqliteDialect, at, limit, shards, skip)).map(
         webhookRows.toDueWebhookDelivery,
       );
+    },
+
+    async claimWebhookProbe(claim) {
+      const result = db.write(() => run(db, backoffSql.claimWebhookProbe(sqliteDialect, claim)));
+      return Number(result.changes) === 1;
     },
 
     async claimWebhookDelivery(claim) {
@@ -163,20 +169,28 @@ export function part(db: SqliteDb): WebhookStore {
       return db.write(() => {
         const recorded = get(db, webhookSql.recordWebhookAttempt(sqliteDialect, attempt));
         if (!recorded) return false;
+        const webhookId = String(recorded.webhook_id);
+        const done: Row[] = [];
         if (attempt.status !== 'pending') {
-          const webhookId = String(recorded.webhook_id);
           const key = String(recorded.ordering_key);
           run(db, webhookSql.unblockNextDelivery(sqliteDialect, webhookId, key, attempt.at));
-          run(
-            db,
-            outboxSql.addToOutbox(sqliteDialect, {
-              tenantId: String(recorded.tenant_id),
-              stripe: stripeOf(Number(recorded.shard)),
-              deliveries: -1,
-              bytes: -Number(recorded.bytes),
-            }),
-          );
+          done.push(recorded);
         }
+        if (attempt.endpoint === null) run(db, backoffSql.endpointAnswered(sqliteDialect, webhookId));
+        else {
+          const { endpoint } = attempt;
+          const failed = { at: attempt.at, retry_at: endpoint.retry_at, probe: endpoint.probe };
+          const state = get(db, backoffSql.endpointFailed(sqliteDialect, webhookId, failed));
+          const retryAt = String(state?.retry_at);
+          run(db, backoffSql.holdDeliveries(sqliteDialect, webhookId, retryAt));
+          if (state && String(state.failing_since) < instant(endpoint.give_up_before)) {
+            const before = endpoint.give_up_before;
+            done.push(...all(db, backoffSql.giveUpDeliveries(sqliteDialect, webhookId, before)));
+            run(db, backoffSql.unblockEndpointKeys(sqliteDialect, webhookId, retryAt));
+          }
+        }
+        for (const entry of inLockOrder(leftOutbox(done)))
+          run(db, outboxSql.addToOutbox(sqliteDialect, entry));
         return true;
       });
     },

@@ -102,6 +102,7 @@ export function webhookOutbox(open: OpenStore): void {
             status_code: 200,
             error: null,
             at: iso(1),
+            endpoint: null,
             next_attempt_at: null,
           }),
           ctx.store.deleteWebhook(tenantId, webhook.id),

@@ -114,13 +114,17 @@ export function webhookFixture(open: OpenStore) {
     );
   };
 
-  /** Records the outcome of a claimed attempt (`attempts`: as the claim left them). */
+  /**
+   * Records the outcome of a claimed attempt (`attempts`: as the claim left them); the endpoint is taken as
+   * healthy unless `endpoint` says what the attempt makes of it.
+   */
   const record = (
     claimed: Pick<WebhookAttempt, 'id' | 'attempts'>,
     status: WebhookDelivery['status'],
     status_code: number | null,
     at: string,
     next_attempt_at: string | null,
+    endpoint: WebhookAttempt['endpoint'] = null,
   ) =>
     ctx.store.recordWebhookAttempt({
       ...claimed,
@@ -129,6 +133,7 @@ export function webhookFixture(open: OpenStore) {
       error: status_code === null ? 'timeout' : null,
       at,
       next_attempt_at,
+      endpoint,
     });
 
   /** Delivers ours until none is due at `at`, so that none is left due for later tests on a shared database. */

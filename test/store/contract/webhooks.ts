@@ -111,6 +111,8 @@ export function webhooks(open: OpenStore): void {
         secret,
         payload: closed.payload,
         created_at: closed.created_at,
+        endpoint_failures: 0,
+        endpoint_retry_at: null,
       });
       assert.equal(dueNow.length, 3);
       await deliverAll(iso(1), ours);
