@@ -63,7 +63,6 @@ export const toDueWebhookDelivery = (r: Row): DueWebhookDelivery => ({
   next_attempt_at: text(r, 'next_attempt_at'),
   url: text(r, 'url'),
   secret: text(r, 'secret'),
-  payload: text(r, 'payload'),
   created_at: text(r, 'created_at'),
   endpoint_failures: integer(r, 'endpoint_failures'),
   endpoint_retry_at: textOrNull(r, 'endpoint_retry_at'),

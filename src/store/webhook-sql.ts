@@ -74,9 +74,9 @@ export function dueWebhookDeliveries(
     where.push(`NOT ${d.inJsonArray('d.webhook_id', q.param(JSON.stringify(skip.webhooks)), 'text')}`);
   }
   return q.statement(`SELECT d.id, d.tenant_id, d.webhook_id, d.event_id, d.type, d.ordering_key, d.shard,
-      d.attempts, d.next_attempt_at, e.payload, d.created_at, w.url, w.secret,
+      d.attempts, d.next_attempt_at, d.created_at, w.url, w.secret,
       w.failures AS endpoint_failures, w.retry_at AS endpoint_retry_at
-    FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id JOIN webhook_events e ON e.id = d.event_id
+    FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
     WHERE ${where.join(' AND ')}
     ORDER BY d.next_attempt_at, d.${d.rowOrder} LIMIT ${q.param(limit)}`);
 }

@@ -21,6 +21,10 @@ const MIN_RETRY_SPAN_MS = 10 * 60_000;
 /** How often at most a round looks past the due deliveries of tenants and endpoints at their share. */
 const FAIR_SCAN_MS = 250;
 
+class PayloadMissing extends Error {
+  override message = 'payload_missing';
+}
+
 export interface WebhookDelivererOptions {
   store: Store;
   /** The shards whose deliveries this process sends (Coordinator.servedShards); undefined for every shard. */
@@ -57,6 +61,9 @@ export class WebhookDeliverer {
   readonly #shares: Shares;
   /** When the next scan past the deliveries of tenants and endpoints at their share may run. */
   #fairScanAt = 0;
+  /** Until when wake() waits, the last round having sent nothing for the shares (see wake). */
+  #heldUntil = 0;
+  #heldTimer: NodeJS.Timeout | undefined;
   #sender: Promise<WebhookSender> | undefined;
 
   /** The retry schedule and its span, and what an attempt may take (outcomeOf). */
@@ -89,6 +96,17 @@ export class WebhookDeliverer {
   /** Something was just queued or became due here: look now rather than at the next poll. */
   wake(): void {
     if (!this.#timer) return;
+    // The last round sent nothing, every due delivery being of tenants or endpoints at their share: only an
+    // attempt ending frees one of their slots, and what was queued since is looked for a little later (a
+    // round per commit would read the same due deliveries again each time).
+    const held = this.#heldUntil - Date.now();
+    if (held > 0) {
+      this.#heldTimer ??= setTimeout(() => {
+        this.#heldTimer = undefined;
+        this.wake();
+      }, held).unref();
+      return;
+    }
     if (this.#running) {
       this.#again = true;
       return;
@@ -100,6 +118,8 @@ export class WebhookDeliverer {
   /** Stops looking and aborts the attempts in flight: they stay pending, for whoever serves their shard next. */
   async stop(): Promise<void> {
     clearInterval(this.#timer);
+    clearTimeout(this.#heldTimer);
+    this.#heldTimer = undefined;
     this.#timer = undefined;
     this.#stopping.abort(new Error('webhook deliverer stopped'));
     await this.#round;
@@ -141,6 +161,7 @@ export class WebhookDeliverer {
     const due = await this.#o.store.dueWebhookDeliveries(now, limit, shards);
     const first = pickFairly(sendable(due), room, busy(), this.#shares);
     this.#start(first.picked);
+    if (first.picked.length === 0 && first.heldBack) this.#heldUntil = Date.now() + FAIR_SCAN_MS;
     // The earliest due were all of tenants or endpoints at their share, and more may be due behind them: ask
     // again without those (a scan past their deliveries, so at most every FAIR_SCAN_MS).
     if (!first.heldBack || due.length < limit || this.#inFlight.size >= this.#concurrency) return;
@@ -170,6 +191,7 @@ export class WebhookDeliverer {
         .then((lookAgain) => {
           // Out of the in-flight set before looking again, so that its slot counts as free.
           this.#inFlight.delete(delivery.id);
+          this.#heldUntil = 0;
           if (lookAgain) this.wake();
         });
       this.#inFlight.set(delivery.id, { delivery, done });
@@ -211,9 +233,13 @@ export class WebhookDeliverer {
     // past it, another process may be sending the delivery.
     const left = Date.parse(claim.until) - CLAIM_SLACK_MS - Date.now();
     if (left <= 0) return false;
+    // Read once claimed: a round reads more due deliveries than it sends. (An event's payload is kept while a
+    // delivery of it is pending, so it is there; were it not, the delivery could never be sent.)
+    const payload = await store.webhookPayload(delivery.event_id);
     let result: AttemptResult;
     try {
-      result = await sender.send(delivery, Math.min(this.#timeoutMs, left), signal);
+      if (payload === null) throw new PayloadMissing();
+      result = await sender.send(delivery, payload, Math.min(this.#timeoutMs, left), signal);
     } catch (err) {
       if (signal.aborted) {
         // Stopped mid-attempt: no outcome is recorded (the attempt stays counted), and the claim is given
@@ -225,7 +251,10 @@ export class WebhookDeliverer {
       result = { status_code: null, error: err instanceof Error ? err.message : String(err) };
     }
     const ended = Date.now();
-    const outcome = outcomeOf(delivery, result, ended, probe, this.#times);
+    const outcome =
+      payload === null
+        ? ({ status: 'failed', next_attempt_at: null, endpoint: null } as const)
+        : outcomeOf(delivery, result, ended, probe, this.#times);
     const record: WebhookAttempt = {
       id: delivery.id,
       attempts: claimed.attempts,

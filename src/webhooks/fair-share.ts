@@ -1,20 +1,27 @@
 // Which due webhook deliveries a round of the deliverer sends (docs/internals/decisions.md#webhooks): the
 // slots free are shared round-robin across tenants, then across a tenant's endpoints, the least busy first,
 // and a tenant or an endpoint holds at most its share of the slots, so that one tenant's slow or dead
-// endpoints cannot take every slot from the others. A failing endpoint gets one slot (its probe), for the
-// delivery of it tried least.
+// endpoints cannot take every slot from the others. With nobody else due or sending, a tenant or an endpoint
+// may use more, but never the last quarter of the slots: a delivery of another tenant due meanwhile finds
+// one free.
+// A failing endpoint gets one slot (its probe), for the delivery of it tried least.
 import type { DueWebhookDelivery } from '../store/store.ts';
 
-/** The most slots a tenant, and a healthy endpoint, may hold at once. */
+/**
+ * The most slots a tenant, and a healthy endpoint, may hold at once while others have due deliveries, and
+ * what either may hold while nobody else has.
+ */
 export interface Shares {
   tenant: number;
   endpoint: number;
+  alone: number;
 }
 
-/** Half the slots a tenant, a quarter an endpoint (at least one each). */
+/** Half the slots a tenant, a quarter an endpoint, three quarters alone (at least one each). */
 export const sharesOf = (concurrency: number): Shares => ({
   tenant: Math.max(1, Math.floor(concurrency / 2)),
   endpoint: Math.max(1, Math.floor(concurrency / 4)),
+  alone: Math.max(1, concurrency - Math.floor(concurrency / 4)),
 });
 
 /** What holds a slot: an attempt's tenant and endpoint. */
@@ -24,8 +31,11 @@ export interface Holder {
 }
 
 /** The slots an endpoint may hold: one (its probe) while it is failing. */
-export const endpointShare = (d: Pick<DueWebhookDelivery, 'endpoint_failures'>, shares: Shares) =>
-  d.endpoint_failures > 0 ? 1 : shares.endpoint;
+export const endpointShare = (
+  d: Pick<DueWebhookDelivery, 'endpoint_failures'>,
+  shares: Shares,
+  alone = false,
+) => (d.endpoint_failures > 0 ? 1 : alone ? shares.alone : shares.endpoint);
 
 const tally = (holders: Iterable<Holder>) => {
   const tenants = new Map<string, number>();
@@ -46,7 +56,8 @@ export interface Picked {
 /**
  * Picks at most `room` of `candidates` (earliest due first) beside the attempts `busy` holds: in passes, each
  * tenant with room in its share (the least busy first, then the earliest due) gets one, from its endpoint with
- * room that is least busy (then earliest due); an endpoint's own deliveries go earliest due first.
+ * room that is least busy (then earliest due); an endpoint's own deliveries go earliest due first. A tenant
+ * (an endpoint) that is the only one among the candidates and in `busy` has the larger share `alone`.
  */
 export function pickFairly(
   candidates: readonly DueWebhookDelivery[],
@@ -78,17 +89,21 @@ export function pickFairly(
   const load = (counts: Map<string, number>, id: string) => counts.get(id) ?? 0;
   const byLoad = (counts: Map<string, number>, first: Map<string, number>) => (a: string, b: string) =>
     load(counts, a) - load(counts, b) || (first.get(a) ?? 0) - (first.get(b) ?? 0);
+  // Alone: nobody else has a due delivery among the candidates, nor an attempt in flight.
+  const tenantAlone = new Set([...queues.keys(), ...tenants.keys()]).size === 1;
+  const endpointAlone = new Set([...firstOfEndpoint.keys(), ...endpoints.keys()]).size === 1;
+  const tenantShare = tenantAlone ? shares.alone : shares.tenant;
   const picked: DueWebhookDelivery[] = [];
   let progress = true;
   while (picked.length < room && progress) {
     progress = false;
     for (const tenant of [...queues.keys()].sort(byLoad(tenants, firstOfTenant))) {
       if (picked.length >= room) break;
-      if (load(tenants, tenant) >= shares.tenant) continue;
+      if (load(tenants, tenant) >= tenantShare) continue;
       const ofTenant = queues.get(tenant) ?? new Map<string, DueWebhookDelivery[]>();
       const endpoint = [...ofTenant.keys()].sort(byLoad(endpoints, firstOfEndpoint)).find((id) => {
         const next = ofTenant.get(id)?.[0];
-        return next !== undefined && load(endpoints, id) < endpointShare(next, shares);
+        return next !== undefined && load(endpoints, id) < endpointShare(next, shares, endpointAlone);
       });
       const next = endpoint === undefined ? undefined : ofTenant.get(endpoint)?.shift();
       if (!endpoint || !next) continue;
@@ -102,7 +117,10 @@ export function pickFairly(
   return { picked, heldBack: left && picked.length < room };
 }
 
-/** The tenants and endpoints whose shares `busy` fills: a query for more candidates need not return theirs. */
+/**
+ * The tenants and endpoints whose shares (with others due) `busy` fills: a query for the others' candidates
+ * need not return theirs.
+ */
 export function saturated(
   busy: readonly (Holder & Pick<DueWebhookDelivery, 'endpoint_failures'>)[],
   shares: Shares,

@@ -20,16 +20,26 @@ const due = (tenant: string, webhook: string, failures = 0): DueWebhookDelivery 
   next_attempt_at: new Date(n).toISOString(),
   url: 'https://x.example.com/',
   secret: 'whsec_x',
-  payload: '{}',
   created_at: new Date(n).toISOString(),
   endpoint_failures: failures,
   endpoint_retry_at: failures > 0 ? new Date(0).toISOString() : null,
 });
 const ids = (ds: DueWebhookDelivery[]) => ds.map((d) => `${d.tenant_id}/${d.webhook_id}`);
 
-test('shares: half the slots a tenant, a quarter an endpoint, at least one each', () => {
-  assert.deepEqual(sharesOf(16), { tenant: 8, endpoint: 4 });
-  assert.deepEqual(sharesOf(2), { tenant: 1, endpoint: 1 });
+test('shares: half the slots a tenant, a quarter an endpoint, three quarters alone, at least one each', () => {
+  assert.deepEqual(sharesOf(16), { tenant: 8, endpoint: 4, alone: 12 });
+  assert.deepEqual(sharesOf(2), { tenant: 1, endpoint: 1, alone: 2 });
+});
+
+test('a tenant, and an endpoint, alone among the due deliveries may hold three quarters of the slots, not all', () => {
+  const candidates = Array.from({ length: 20 }, () => due('A', 'a1'));
+  assert.equal(pickFairly(candidates, 16, [], sharesOf(16)).picked.length, 12);
+  const twoEndpoints = [...candidates, due('A', 'a2')];
+  assert.deepEqual(
+    ids(pickFairly(twoEndpoints, 16, [], sharesOf(16)).picked).sort(),
+    [...Array(4).fill('A/a1'), 'A/a2'],
+    'an endpoint with another due holds its quarter',
+  );
 });
 
 test('a round takes one delivery a tenant in turn, the earliest due tenant first, and a tenant’s endpoints in turn', () => {

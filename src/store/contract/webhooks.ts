@@ -87,7 +87,10 @@ export interface WebhookOutboxUsage {
   pending_bytes: number;
 }
 
-/** A delivery due now, with what sending it needs. */
+/**
+ * A delivery due now, with what sending it needs but its payload (read once claimed, webhookPayload: a round
+ * reads more due deliveries than it sends).
+ */
 export interface DueWebhookDelivery {
   id: string;
   tenant_id: string;
@@ -103,7 +106,6 @@ export interface DueWebhookDelivery {
   next_attempt_at: string;
   url: string;
   secret: string;
-  payload: string;
   created_at: string;
   /**
    * Its endpoint's failed attempts in a row (0: healthy) and, when failing, when its next attempt may go, as
@@ -206,6 +208,8 @@ export interface WebhookStore {
    * read). False when it changed since (taken, recorded, healthy again, deleted).
    */
   claimWebhookProbe(claim: WebhookProbeClaim): Promise<boolean>;
+  /** The payload of an event while a delivery of it is pending (null after: it may be pruned since). */
+  webhookPayload(eventId: string): Promise<string | null>;
   /**
    * Takes a due delivery for one attempt and counts it; false when it is no longer as read (claimed,
    * recorded, deleted).

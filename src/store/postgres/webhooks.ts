@@ -106,6 +106,11 @@ export function part(db: Db): WebhookStore {
       return result.rowCount === 1;
     },
 
+    async webhookPayload(eventId) {
+      const [row] = await db.rows('SELECT payload FROM webhook_events WHERE id = $1', [eventId]);
+      return row ? String(row.payload) : null;
+    },
+
     async claimWebhookDelivery(claim) {
       const result = await db.tx((c) => execute(c, webhookSql.claimWebhookDelivery(postgresDialect, claim)));
       return result.rowCount === 1;

@@ -155,6 +155,11 @@ export function part(db: SqliteDb): WebhookStore {
       return Number(result.changes) === 1;
     },
 
+    async webhookPayload(eventId) {
+      const row = db.q('SELECT payload FROM webhook_events WHERE id = ?').get(eventId);
+      return row ? String(row.payload) : null;
+    },
+
     async claimWebhookDelivery(claim) {
       const result = db.write(() => run(db, webhookSql.claimWebhookDelivery(sqliteDialect, claim)));
       return Number(result.changes) === 1;

@@ -90,7 +90,7 @@ export function webhooks(open: OpenStore): void {
         created_at: completed.created_at,
       });
 
-      // The deliverer gets what sending needs: the endpoint's url and secret, the payload as written.
+      // The deliverer gets what sending needs: the endpoint's url and secret, and the payload as written.
       const ours = new Set([both.id, turns.id, users.id, elsewhere.id]);
       const dueNow = (await ctx.store.dueWebhookDeliveries(iso(1), 1000)).filter((d) =>
         ours.has(d.webhook_id),
@@ -109,11 +109,11 @@ export function webhooks(open: OpenStore): void {
         next_attempt_at: closed.created_at,
         url: both.url,
         secret,
-        payload: closed.payload,
         created_at: closed.created_at,
         endpoint_failures: 0,
         endpoint_retry_at: null,
       });
+      assert.equal(await ctx.store.webhookPayload(closed.id), closed.payload, 'the payload as written');
       assert.equal(dueNow.length, 3);
       await deliverAll(iso(1), ours);
     });
@@ -208,7 +208,11 @@ export function webhooks(open: OpenStore): void {
       const [sent] = (await ctx.store.dueWebhookDeliveries(deletedAt, 1000)).filter(
         (d) => d.webhook_id === webhook.id,
       );
-      assert.equal(JSON.parse(sent?.payload ?? '{}').data.deleted_at, deletedAt);
+      assert.ok(sent);
+      assert.equal(
+        JSON.parse((await ctx.store.webhookPayload(sent.event_id)) ?? '{}').data.deleted_at,
+        deletedAt,
+      );
 
       assert.equal(await ctx.store.deleteUser(tenantId, userId, report(userId)), false, 'already deleted');
       const unknown = unique('usr');
@@ -252,9 +256,12 @@ export function webhooks(open: OpenStore): void {
       const list = await deliveries(tenantId, webhook.id);
       assert.equal(list.length, 2);
       const ours = new Set([webhook.id]);
-      const payloads = (await ctx.store.dueWebhookDeliveries(new Date().toISOString(), 1000))
-        .filter((d) => ours.has(d.webhook_id))
-        .map((d) => JSON.parse(d.payload).data);
+      const dueNow = (await ctx.store.dueWebhookDeliveries(new Date().toISOString(), 1000)).filter((d) =>
+        ours.has(d.webhook_id),
+      );
+      const payloads = await Promise.all(
+        dueNow.map(async (d) => JSON.parse((await ctx.store.webhookPayload(d.event_id)) ?? '{}').data),
+      );
       // The second is queued behind the first (same endpoint, same key): it has no due time yet.
       assert.deepEqual(payloads, [first]);
       assert.deepEqual(
