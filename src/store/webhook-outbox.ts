@@ -46,21 +46,49 @@ export interface QueuedDeliveries {
 
 export const nothingQueued = (): QueuedDeliveries => ({ queued: 0, refused: 0, added: new Map() });
 
-/** Counts `deliveries` more pending deliveries of `bytes` each in the tenant's stripe of `shard`. */
-export function count(
+/** What the tenant has pending, from outboxUsage's row (none when it never had any). */
+export const usageOf = (r: Record<string, unknown> | undefined): WebhookOutboxUsage => ({
+  pending_deliveries: Number(r?.pending_deliveries ?? 0),
+  pending_bytes: Number(r?.pending_bytes ?? 0),
+});
+
+/**
+ * Counts what queueing `event` did: `room` of its `wanted` deliveries of `bytes` each queued pending (added to
+ * its tenant's stripe and to `usage`, what the tenant has pending as the queueing call goes), the rest refused.
+ */
+export function countQueued(
   q: QueuedDeliveries,
-  tenantId: string,
-  shard: number,
-  deliveries: number,
-  bytes: number,
-) {
-  const stripe = stripeOf(shard);
+  usage: Map<string, WebhookOutboxUsage>,
+  event: { tenant_id: string; shard: number },
+  pending: WebhookOutboxUsage,
+  counts: { wanted: number; room: number; bytes: number },
+): void {
+  const { wanted, room, bytes } = counts;
+  const tenantId = event.tenant_id;
+  const stripe = stripeOf(event.shard);
   const key = `${tenantId}\u0000${stripe}`;
   const entry = q.added.get(key) ?? { tenantId, stripe, deliveries: 0, bytes: 0 };
-  entry.deliveries += deliveries;
-  entry.bytes += deliveries * bytes;
+  entry.deliveries += room;
+  entry.bytes += room * bytes;
   q.added.set(key, entry);
+  usage.set(tenantId, {
+    pending_deliveries: pending.pending_deliveries + room,
+    pending_bytes: pending.pending_bytes + room * bytes,
+  });
+  q.queued += room;
+  q.refused += wanted - room;
 }
+
+/** What an endpoint's pending deliveries (pendingOfEndpoint's rows) take off its tenant's stripes. */
+export const takenByEndpoint = (rows: readonly Record<string, unknown>[]) =>
+  inLockOrder(
+    rows.map((r) => ({
+      tenantId: String(r.tenant_id),
+      stripe: Number(r.stripe),
+      deliveries: -Number(r.deliveries),
+      bytes: -Number(r.bytes),
+    })),
+  );
 
 /**
  * The stripes to update, in one order (tenant, then stripe) whoever updates them, so that two transactions

@@ -5,12 +5,13 @@ import type { Row } from '../rows.ts';
 import { insert, postgresDialect, type Statement } from '../sql.ts';
 import type { WebhookEvent, WebhookOutboxUsage } from '../store.ts';
 import {
-  count,
+  countQueued,
   deliveriesThatFit,
   inLockOrder,
   nothingQueued,
   outboxOf,
   type QueuedDeliveries,
+  usageOf,
 } from '../webhook-outbox.ts';
 import * as outboxSql from '../webhook-outbox-sql.ts';
 import * as webhookRows from '../webhook-rows.ts';
@@ -21,11 +22,6 @@ export const execute = (c: Queryable, s: Statement) => c.query(s.sql, s.values);
 
 /** The first key of the advisory locks serialising queueing per ordering key (apart from MIGRATION_LOCK). */
 const QUEUE_LOCK_CLASS = 0x77686b; // 'whk'
-
-const usageOf = (r: Row | undefined): WebhookOutboxUsage => ({
-  pending_deliveries: Number(r?.pending_deliveries ?? 0),
-  pending_bytes: Number(r?.pending_bytes ?? 0),
-});
 
 /**
  * Writes one delivery of each event per subscribed endpoint: pending, blocked behind a pending one of its
@@ -95,13 +91,7 @@ export async function queueWebhookEvents(
       const row = webhookRows.deliveryRow(event, webhookId, bytes, state, held);
       await execute(c, insert(postgresDialect, 'webhook_deliveries', row));
     }
-    count(queued, event.tenant_id, event.shard, room, bytes);
-    usage.set(event.tenant_id, {
-      pending_deliveries: pending.pending_deliveries + room,
-      pending_bytes: pending.pending_bytes + room * bytes,
-    });
-    queued.queued += room;
-    queued.refused += endpoints.length - room;
+    countQueued(queued, usage, event, pending, { wanted: endpoints.length, room, bytes });
   }
   // The stripes last, in one order (see the lock order in webhooks.ts).
   for (const entry of inLockOrder(queued.added.values())) {

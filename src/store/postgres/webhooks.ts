@@ -7,9 +7,9 @@
 // latest pending delivery of its key, then the stripes. So no two of them wait for each other in a circle.
 import { now, type Row, toPage } from '../rows.ts';
 import { insert, instant, postgresDialect } from '../sql.ts';
-import type { WebhookOutboxUsage, WebhookStore } from '../store.ts';
+import type { WebhookStore } from '../store.ts';
 import * as backoffSql from '../webhook-backoff-sql.ts';
-import { configureOutbox, inLockOrder, leftOutbox } from '../webhook-outbox.ts';
+import { configureOutbox, inLockOrder, leftOutbox, takenByEndpoint, usageOf } from '../webhook-outbox.ts';
 import * as outboxSql from '../webhook-outbox-sql.ts';
 import * as webhookRows from '../webhook-rows.ts';
 import * as webhookSql from '../webhook-sql.ts';
@@ -18,11 +18,6 @@ import { execute } from './webhook-queue.ts';
 
 /** The first key of the advisory locks serialising a tenant's endpoint registrations. */
 const ENDPOINTS_LOCK_CLASS = 0x776865; // 'whe'
-
-const usageOf = (r: Row | undefined): WebhookOutboxUsage => ({
-  pending_deliveries: Number(r?.pending_deliveries ?? 0),
-  pending_bytes: Number(r?.pending_bytes ?? 0),
-});
 
 /** The webhooks of PostgresStore, on its connection. */
 export function part(db: Db): WebhookStore {
@@ -74,14 +69,9 @@ export function part(db: Db): WebhookStore {
         const { rows } = await execute(c, outboxSql.pendingOfEndpoint(postgresDialect, id));
         // The deliveries go with it (ON DELETE CASCADE).
         await c.query('DELETE FROM webhooks WHERE id = $1', [id]);
-        const pending = rows.map((r) => ({
-          tenantId: String(r.tenant_id),
-          stripe: Number(r.stripe),
-          deliveries: -Number(r.deliveries),
-          bytes: -Number(r.bytes),
-        }));
-        for (const entry of inLockOrder(pending))
+        for (const entry of takenByEndpoint(rows)) {
           await execute(c, outboxSql.addToOutbox(postgresDialect, entry));
+        }
         return true;
       });
     },

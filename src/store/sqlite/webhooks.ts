@@ -7,23 +7,20 @@ import type { WebhookEvent, WebhookOutboxUsage, WebhookStore } from '../store.ts
 import * as backoffSql from '../webhook-backoff-sql.ts';
 import {
   configureOutbox,
-  count,
+  countQueued,
   deliveriesThatFit,
   inLockOrder,
   leftOutbox,
   nothingQueued,
   outboxOf,
   type QueuedDeliveries,
+  takenByEndpoint,
+  usageOf,
 } from '../webhook-outbox.ts';
 import * as outboxSql from '../webhook-outbox-sql.ts';
 import * as webhookRows from '../webhook-rows.ts';
 import * as webhookSql from '../webhook-sql.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
-
-const usageOf = (r: Row | undefined): WebhookOutboxUsage => ({
-  pending_deliveries: Number(r?.pending_deliveries ?? 0),
-  pending_bytes: Number(r?.pending_bytes ?? 0),
-});
 
 /**
  * Writes one delivery of each event per subscribed endpoint: pending (blocked behind a pending one of its
@@ -58,13 +55,7 @@ export function queueWebhookEvents(
       const row = webhookRows.deliveryRow(event, webhookId, bytes, state, held);
       run(db, insert(sqliteDialect, 'webhook_deliveries', row));
     });
-    count(queued, event.tenant_id, event.shard, room, bytes);
-    usage.set(event.tenant_id, {
-      pending_deliveries: pending.pending_deliveries + room,
-      pending_bytes: pending.pending_bytes + room * bytes,
-    });
-    queued.queued += room;
-    queued.refused += endpoints.length - room;
+    countQueued(queued, usage, event, pending, { wanted: endpoints.length, room, bytes });
   }
   for (const entry of inLockOrder(queued.added.values())) {
     if (entry.deliveries > 0) run(db, outboxSql.addToOutbox(sqliteDialect, entry));
@@ -120,15 +111,10 @@ export function part(db: SqliteDb): WebhookStore {
         const owned = db.q('SELECT 1 FROM webhooks WHERE tenant_id = ? AND id = ?').get(tenantId, id);
         if (!owned) return false;
         // What its pending deliveries counted leaves its tenant's outbox with them.
-        const pending = all(db, outboxSql.pendingOfEndpoint(sqliteDialect, id)).map((r) => ({
-          tenantId: String(r.tenant_id),
-          stripe: Number(r.stripe),
-          deliveries: -Number(r.deliveries),
-          bytes: -Number(r.bytes),
-        }));
+        const pending = all(db, outboxSql.pendingOfEndpoint(sqliteDialect, id));
         // The deliveries go with it (ON DELETE CASCADE; the connection has foreign_keys on).
         db.q('DELETE FROM webhooks WHERE id = ?').run(id);
-        for (const entry of inLockOrder(pending)) run(db, outboxSql.addToOutbox(sqliteDialect, entry));
+        for (const entry of takenByEndpoint(pending)) run(db, outboxSql.addToOutbox(sqliteDialect, entry));
         return true;
       });
     },
