@@ -64,6 +64,8 @@ export class WebhookDeliverer {
   /** Until when wake() waits, the last round having sent nothing for the shares (see wake). */
   #heldUntil = 0;
   #heldTimer: NodeJS.Timeout | undefined;
+  #wakeTimer: NodeJS.Timeout | undefined;
+  #wakeTimerAt = 0;
   #sender: Promise<WebhookSender> | undefined;
 
   /** The retry schedule and its span, and what an attempt may take (outcomeOf). */
@@ -119,7 +121,9 @@ export class WebhookDeliverer {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     clearTimeout(this.#heldTimer);
+    clearTimeout(this.#wakeTimer);
     this.#heldTimer = undefined;
+    this.#wakeTimer = undefined;
     this.#timer = undefined;
     this.#stopping.abort(new Error('webhook deliverer stopped'));
     await this.#round;
@@ -288,10 +292,19 @@ export class WebhookDeliverer {
     return true;
   }
 
+  /** Looks at `due` if that is before the next poll; one timer at a time, for the earliest asked. */
   #wakeAt(due: number): void {
     const wait = due - Date.now();
-    if (wait >= this.#pollMs) return;
-    setTimeout(() => this.wake(), Math.max(0, wait)).unref();
+    if (wait >= this.#pollMs || (this.#wakeTimer && this.#wakeTimerAt <= due)) return;
+    clearTimeout(this.#wakeTimer);
+    this.#wakeTimerAt = due;
+    this.#wakeTimer = setTimeout(
+      () => {
+        this.#wakeTimer = undefined;
+        this.wake();
+      },
+      Math.max(0, wait),
+    ).unref();
   }
 
   #senderOf(): Promise<WebhookSender> {
