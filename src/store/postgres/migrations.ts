@@ -301,7 +301,6 @@ export const postgresMigrations: readonly Migration[] = [
       ALTER TABLE webhook_deliveries ADD COLUMN error TEXT;
       UPDATE webhook_deliveries SET bytes = octet_length(payload) WHERE status = 'pending';
       ALTER TABLE webhook_deliveries DROP COLUMN payload;
-      CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id) WHERE status = 'pending';
 
       CREATE TABLE webhook_outbox (
         tenant_id TEXT NOT NULL,

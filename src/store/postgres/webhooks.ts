@@ -129,9 +129,9 @@ export function part(db: Db): WebhookStore {
           await execute(c, webhookSql.unblockNextDelivery(postgresDialect, webhookId, key, attempt.at));
           done.push(recorded);
         }
-        if (attempt.endpoint === null)
+        if (attempt.endpoint === null) {
           await execute(c, backoffSql.endpointAnswered(postgresDialect, webhookId));
-        else {
+        } else {
           const { endpoint } = attempt;
           const failed = { at: attempt.at, retry_at: endpoint.retry_at, probe: endpoint.probe };
           const state = (await execute(c, backoffSql.endpointFailed(postgresDialect, webhookId, failed)))

@@ -269,7 +269,8 @@ export const sqliteMigrations: readonly Migration[] = [
     // A payload is stored once per event (webhook_events), not once per endpoint, and only while a delivery
     // of it is pending; a delivery counts its payload's bytes, and webhook_outbox keeps each tenant's pending
     // deliveries and bytes (in 16 stripes by shard, so that concurrent commits of one tenant rarely update
-    // one row), against which a new delivery is refused past the tenant's cap (stored failed, with `error`).
+    // one row), against which a new delivery is refused past the tenant's cap (stored failed, with `error`);
+    // its rows are small and found by their key, so it is stored in its key's B-tree alone (WITHOUT ROWID).
     // An endpoint that keeps failing is backed off as a whole: failures in a row, since when, and when its
     // next attempt may go (docs/internals/decisions.md#webhooks). Existing rows are carried over: the
     // payloads of pending deliveries become events, and the counters are summed from them.
@@ -292,7 +293,6 @@ export const sqliteMigrations: readonly Migration[] = [
       ALTER TABLE webhook_deliveries ADD COLUMN error TEXT;
       UPDATE webhook_deliveries SET bytes = length(CAST(payload AS BLOB)) WHERE status = 'pending';
       ALTER TABLE webhook_deliveries DROP COLUMN payload;
-      CREATE INDEX webhook_deliveries_event ON webhook_deliveries(event_id) WHERE status = 'pending';
 
       CREATE TABLE webhook_outbox (
         tenant_id TEXT NOT NULL,
@@ -300,7 +300,7 @@ export const sqliteMigrations: readonly Migration[] = [
         pending_deliveries INTEGER NOT NULL,
         pending_bytes INTEGER NOT NULL,
         PRIMARY KEY (tenant_id, stripe)
-      );
+      ) WITHOUT ROWID;
       INSERT INTO webhook_outbox (tenant_id, stripe, pending_deliveries, pending_bytes)
         SELECT tenant_id, shard % 16, count(*), sum(bytes) FROM webhook_deliveries WHERE status = 'pending'
         GROUP BY tenant_id, shard % 16;

@@ -167,8 +167,9 @@ export function part(db: SqliteDb): WebhookStore {
           run(db, webhookSql.unblockNextDelivery(sqliteDialect, webhookId, key, attempt.at));
           done.push(recorded);
         }
-        if (attempt.endpoint === null) run(db, backoffSql.endpointAnswered(sqliteDialect, webhookId));
-        else {
+        if (attempt.endpoint === null) {
+          run(db, backoffSql.endpointAnswered(sqliteDialect, webhookId));
+        } else {
           const { endpoint } = attempt;
           const failed = { at: attempt.at, retry_at: endpoint.retry_at, probe: endpoint.probe };
           const state = get(db, backoffSql.endpointFailed(sqliteDialect, webhookId, failed));
