@@ -1,5 +1,6 @@
 // The two servers under test, each its own child process: Parley (scripted agent, zero delay) and the floor;
-// W1t's HTTP tool; plus what the harness asks Parley directly: readiness, session creation and /metrics.
+// W1t's HTTP tool and W1w's webhook endpoint; plus what the harness asks Parley directly: readiness, session
+// creation and /metrics.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -30,6 +31,11 @@ export async function startFloor(synchronous: 'full' | 'normal' = 'full'): Promi
 /** Starts W1t's HTTP tool (bench/tool-server.ts), its own process; resolves once it printed its port. */
 export function startToolServer(): Promise<Server> {
   return startPrintingPort('tool server', 'tool-server.ts', []);
+}
+
+/** Starts W1w's webhook endpoint (bench/webhook-receiver.ts), its own process; resolves once it printed its port. */
+export function startWebhookReceiver(): Promise<Server> {
+  return startPrintingPort('webhook receiver', 'webhook-receiver.ts', []);
 }
 
 /** Spawns a bench script that prints {"port":N} once listening on 127.0.0.1. */

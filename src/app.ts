@@ -268,13 +268,18 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
       metrics.residentLimit.set(limit);
     },
   });
+  const webhookMetrics = createWebhookMetrics(app.metrics);
+  store.configureWebhookOutbox({
+    ...config.webhooks.outbox,
+    onRefused: (count) => webhookMetrics.refused.inc(count),
+  });
   const webhooks = new WebhookDeliverer({
     store,
     shards: () => coordinator.servedShards(),
     serves: (shard) => coordinator.serves(shard),
     retrySchedule: config.webhooks.retryScheduleMs,
     allowPrivate: config.webhooks.allowPrivate,
-    metrics: createWebhookMetrics(app.metrics),
+    metrics: webhookMetrics,
     log: app.log,
   });
   const host = new SessionHost({

@@ -98,6 +98,8 @@ const envSchema = z
       }
       return parsed;
     }),
+    PARLEY_WEBHOOK_OUTBOX_MAX_DELIVERIES: integer(1, 100_000_000).default(10_000),
+    PARLEY_WEBHOOK_OUTBOX_MAX_BYTES: integer(1024, 1024 ** 4).default(64 * MiB),
     PARLEY_REQUEST_TIMEOUT_MS: integer(1, 3_600_000).default(30_000),
     PARLEY_HEADERS_TIMEOUT_MS: integer(1, 3_600_000).default(10_000),
     PARLEY_KEEP_ALIVE_TIMEOUT_MS: integer(1, 3_600_000).default(72_000),
@@ -174,10 +176,14 @@ export interface Config {
   readonly demo: DemoConfig;
   /**
    * Webhooks (docs/internals/decisions.md#webhooks): whether endpoints may be on private or loopback
-   * addresses (on by default for one SQLite node listening on loopback), and the waits between a delivery's
-   * attempts (after the last one it is failed).
+   * addresses (on by default for one SQLite node listening on loopback), the waits between a delivery's
+   * attempts (after the last one it is failed), and each tenant's cap on its pending deliveries and bytes.
    */
-  readonly webhooks: { readonly allowPrivate: boolean; readonly retryScheduleMs: readonly number[] };
+  readonly webhooks: {
+    readonly allowPrivate: boolean;
+    readonly retryScheduleMs: readonly number[];
+    readonly outbox: { readonly maxPendingDeliveries: number; readonly maxPendingBytes: number };
+  };
   /**
    * Receiving a request (headers, then body) is bounded; a streamed reply is not. Idle keep-alive sockets
    * close after keepAliveMs; connections beyond maxConnections are closed as they arrive.
@@ -300,6 +306,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivate:
         e.PARLEY_WEBHOOK_ALLOW_PRIVATE === undefined ? localTrial : e.PARLEY_WEBHOOK_ALLOW_PRIVATE === 'true',
       retryScheduleMs: e.PARLEY_WEBHOOK_RETRY_SCHEDULE,
+      outbox: {
+        maxPendingDeliveries: e.PARLEY_WEBHOOK_OUTBOX_MAX_DELIVERIES,
+        maxPendingBytes: e.PARLEY_WEBHOOK_OUTBOX_MAX_BYTES,
+      },
     },
     http: {
       requestTimeoutMs: e.PARLEY_REQUEST_TIMEOUT_MS,

@@ -1,8 +1,9 @@
 // The sweeper: every `sweepMs` it passivates the actors idle too long, expires the due sessions of the shards
 // this process serves, wakes their paused turns that are due (a call whose time ran out, a decided turn whose
 // process died before it went on), deletes the sessions of a tenant with a retention once they are older than
-// it (the demo page's), and deletes Idempotency-Key records and webhook deliveries past retention. One sweep at
-// a time; a failed one is logged and the next retries.
+// it (the demo page's), and deletes Idempotency-Key records and webhook deliveries past retention, and the
+// payloads of webhook events no pending delivery needs. One sweep at a time; a failed one is logged and the
+// next retries.
 import type { Coordinator } from '../cluster/coordinator.ts';
 import type { Store } from '../store/store.ts';
 import type { ResidentActors } from './resident-actors.ts';
@@ -13,6 +14,8 @@ const EXPIRIES_PER_SWEEP = 500;
 const DELETIONS_PER_SWEEP = 200;
 /** How long delivered and failed webhook deliveries stay listed. */
 export const WEBHOOK_DELIVERY_RETENTION_MS = 7 * 24 * 3600 * 1000;
+/** Most webhook deliveries (or event payloads) one statement of a sweep deletes. */
+const WEBHOOK_PRUNE_BATCH = 2_000;
 
 export interface SweeperOptions {
   store: Store;
@@ -85,9 +88,13 @@ export class Sweeper {
         }
       }
       await store.deleteExpiredIdempotencyRecords(now);
-      await store.deleteOldWebhookDeliveries(
-        new Date(Date.now() - WEBHOOK_DELIVERY_RETENTION_MS).toISOString(),
-      );
+      // In batches, so that a large backlog does not hold the store's writer (SQLite has one) for long.
+      const before = new Date(Date.now() - WEBHOOK_DELIVERY_RETENTION_MS).toISOString();
+      let deleted: number;
+      do deleted = await store.deleteOldWebhookDeliveries(before, WEBHOOK_PRUNE_BATCH);
+      while (deleted === WEBHOOK_PRUNE_BATCH);
+      do deleted = await store.pruneWebhookEvents(WEBHOOK_PRUNE_BATCH);
+      while (deleted === WEBHOOK_PRUNE_BATCH);
     } catch (err) {
       log?.warn({ err }, 'session sweep failed; the next one retries');
     } finally {

@@ -30,6 +30,7 @@ export type * from './contract/tool-calls.ts';
 export { ApprovalConflictError } from './contract/tool-calls.ts';
 export type * from './contract/users.ts';
 export type * from './contract/webhooks.ts';
+export { WEBHOOK_ENDPOINT_FAILING, WEBHOOK_OUTBOX_FULL } from './contract/webhooks.ts';
 
 /** One step of a store's versioned schema (sqlite/migrations.ts, postgres/migrations.ts). */
 export interface Migration {

@@ -7,6 +7,7 @@ import {
   type DueWebhookDelivery,
   type NewWebhook,
   WEBHOOK_EVENT_TYPES,
+  WEBHOOK_OUTBOX_FULL,
   type Webhook,
   type WebhookDelivery,
   type WebhookDeliveryStatus,
@@ -44,6 +45,7 @@ export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
   status: oneOf(r, 'status', deliveryStatuses),
   attempts: integer(r, 'attempts'),
   last_status_code: integerOrNull(r, 'last_status_code'),
+  error: textOrNull(r, 'error'),
   last_attempt_at: textOrNull(r, 'last_attempt_at'),
   next_attempt_at: textOrNull(r, 'next_attempt_at'),
   created_at: text(r, 'created_at'),
@@ -51,6 +53,7 @@ export const toWebhookDelivery = (r: Row): WebhookDelivery => ({
 
 export const toDueWebhookDelivery = (r: Row): DueWebhookDelivery => ({
   id: text(r, 'id'),
+  tenant_id: text(r, 'tenant_id'),
   webhook_id: text(r, 'webhook_id'),
   event_id: text(r, 'event_id'),
   type: oneOf(r, 'type', WEBHOOK_EVENT_TYPES),
@@ -60,8 +63,9 @@ export const toDueWebhookDelivery = (r: Row): DueWebhookDelivery => ({
   next_attempt_at: text(r, 'next_attempt_at'),
   url: text(r, 'url'),
   secret: text(r, 'secret'),
-  payload: text(r, 'payload'),
   created_at: text(r, 'created_at'),
+  endpoint_failures: integer(r, 'endpoint_failures'),
+  endpoint_retry_at: textOrNull(r, 'endpoint_retry_at'),
 });
 
 export const webhookRow = (tenantId: string, webhook: NewWebhook, at: string) => ({
@@ -73,13 +77,30 @@ export const webhookRow = (tenantId: string, webhook: NewWebhook, at: string) =>
   created_at: at,
 });
 
+/** The event's payload, stored once for all its pending deliveries. */
+export const eventRow = (event: WebhookEvent) => ({
+  id: event.id,
+  tenant_id: event.tenant_id,
+  payload: event.payload,
+  created_at: instant(event.created_at),
+});
+
 /**
- * A new delivery of `event` to one endpoint: pending, due at once, or blocked (no due time) when it queues
- * behind a pending delivery of its endpoint and key (see webhook-sql.ts). Instants as stored, so that they
- * compare as text.
+ * A new delivery of `event` to one endpoint. Pending and due at once (or once its endpoint's backoff ends,
+ * `heldUntil`), or blocked (no due time) when it queues behind a pending delivery of its endpoint and key (see
+ * webhook-sql.ts); or refused, when its tenant's outbox is full: failed at once, never sent. Instants as
+ * stored, so that they compare as text.
  */
-export const deliveryRow = (event: WebhookEvent, webhookId: string, blocked: boolean) => {
+export const deliveryRow = (
+  event: WebhookEvent,
+  webhookId: string,
+  bytes: number,
+  state: 'due' | 'blocked' | 'refused',
+  heldUntil: string | null = null,
+) => {
   const createdAt = instant(event.created_at);
+  const held = heldUntil === null ? null : instant(heldUntil);
+  const dueAt = held !== null && held > createdAt ? held : createdAt;
   return {
     id: newId('whd'),
     tenant_id: event.tenant_id,
@@ -88,12 +109,14 @@ export const deliveryRow = (event: WebhookEvent, webhookId: string, blocked: boo
     type: event.type,
     ordering_key: event.ordering_key,
     shard: event.shard,
-    payload: event.payload,
-    status: 'pending',
+    // What it counts in its tenant's outbox while pending; a refused one counts nothing.
+    bytes: state === 'refused' ? 0 : bytes,
+    status: state === 'refused' ? 'failed' : 'pending',
     attempts: 0,
     last_status_code: null,
+    error: state === 'refused' ? WEBHOOK_OUTBOX_FULL : null,
     last_attempt_at: null,
-    next_attempt_at: blocked ? null : createdAt,
+    next_attempt_at: state === 'due' ? dueAt : null,
     created_at: createdAt,
   };
 };

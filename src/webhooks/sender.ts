@@ -33,10 +33,15 @@ export class WebhookSender {
   }
 
   /**
-   * Sends `delivery` once, within `timeoutMs`. Resolves with the outcome whatever the receiver did; rejects
-   * only when `signal` (the deliverer stopping) aborts, with its reason.
+   * Sends `delivery` (its `payload`) once, within `timeoutMs`. Resolves with the outcome whatever the receiver
+   * did; rejects only when `signal` (the deliverer stopping) aborts, with its reason.
    */
-  async send(delivery: DueWebhookDelivery, timeoutMs: number, signal: AbortSignal): Promise<AttemptResult> {
+  async send(
+    delivery: DueWebhookDelivery,
+    payload: string,
+    timeoutMs: number,
+    signal: AbortSignal,
+  ): Promise<AttemptResult> {
     signal.throwIfAborted();
     let url: URL;
     try {
@@ -56,13 +61,13 @@ export class WebhookSender {
         'user-agent': `Parley-Webhooks/${VERSION}`,
         'webhook-id': delivery.event_id,
         'webhook-timestamp': String(Math.floor(sentAt.getTime() / 1000)),
-        'webhook-signature': new Webhook(delivery.secret).sign(delivery.event_id, sentAt, delivery.payload),
+        'webhook-signature': new Webhook(delivery.secret).sign(delivery.event_id, sentAt, payload),
       };
       const response = await request(url, {
         dispatcher: this.#agent,
         method: 'POST',
         headers,
-        body: delivery.payload,
+        body: payload,
         signal: AbortSignal.any([signal, timeout.signal]),
       });
       // The status is the answer: a body that is large, slow or cut short does not change it.

@@ -2,7 +2,7 @@
 // SQLite and PostgreSQL: a session.closed delivery reaches a real receiver, verified, within seconds of the
 // terminate, sent by one process only; and when the owner is SIGKILLed right after the terminate was
 // acknowledged (its delivery unsent, or in flight and never answered), the process that takes the shard over
-// delivers it.
+// delivers it; and when the owner is SIGKILLed with its attempt in flight, that attempt is counted.
 import assert from 'node:assert/strict';
 import { after, type TestContext, test } from 'node:test';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
@@ -48,6 +48,39 @@ async function sessionOn(cluster: Cluster) {
   const owner = await cluster.indexOf(ownerId);
   const other = [0, 1, 2].find((i) => i !== owner) as number;
   return { sessionId, owner, other };
+}
+
+/** Terminates the session through process `node` first (the owner, or another that forwards to it). */
+async function terminateOn(cluster: Cluster, sessionId: string, node: number) {
+  const terminated = await callAnyNode(
+    cluster.urls,
+    cluster.apiKey,
+    'POST',
+    `/v1/agents/sessions/${sessionId}/terminate`,
+    {},
+    { first: node },
+  );
+  assert.equal(terminated.status, 200, JSON.stringify(terminated.body));
+}
+
+/** The delivery of `eventId` as the API lists it (through process `node` first), once recorded delivered. */
+async function listedDelivered(cluster: Cluster, webhookId: string, eventId: unknown, node: number) {
+  let listed: { event_id: string; status: string; attempts: number } | undefined;
+  await waitFor('the delivery is recorded as delivered', async () => {
+    const page = await callAnyNode(
+      cluster.urls,
+      cluster.apiKey,
+      'GET',
+      `/v1/agents/webhooks/${webhookId}/deliveries`,
+      undefined,
+      { first: node },
+    );
+    const items = page.body.items as { event_id: string; status: string; attempts: number }[];
+    listed = items.find((d) => d.event_id === eventId);
+    return listed?.status === 'delivered';
+  });
+  assert.ok(listed);
+  return listed;
 }
 
 const closedAbout = (receiver: WebhookReceiver, sessionId: string) =>
@@ -101,15 +134,7 @@ for (const store of ['sqlite', 'postgres'] as const) {
     const { sessionId, owner, other } = await sessionOn(cluster);
     // Whatever the owner sends before it dies is never answered: only the next owner can deliver.
     receiver.otherwise('hold');
-    const terminated = await callAnyNode(
-      cluster.urls,
-      cluster.apiKey,
-      'POST',
-      `/v1/agents/sessions/${sessionId}/terminate`,
-      {},
-      { first: owner },
-    );
-    assert.equal(terminated.status, 200, JSON.stringify(terminated.body));
+    await terminateOn(cluster, sessionId, owner);
     await cluster.nodes[owner]?.stop('SIGKILL');
     const killedAt = Date.now();
     receiver.otherwise(200);
@@ -120,17 +145,26 @@ for (const store of ['sqlite', 'postgres'] as const) {
     const ids = new Set(closedAbout(receiver, sessionId).map((d) => d.headers['webhook-id']));
     assert.equal(ids.size, 1, 'every attempt is the same event');
 
-    await waitFor('the delivery is recorded as delivered', async () => {
-      const page = await callAnyNode(
-        cluster.urls,
-        cluster.apiKey,
-        'GET',
-        `/v1/agents/webhooks/${webhookId}/deliveries`,
-        undefined,
-        { first: other },
-      );
-      const items = page.body.items as { event_id: string; status: string }[];
-      return items.some((d) => d.event_id === delivery.headers['webhook-id'] && d.status === 'delivered');
-    });
+    await listedDelivered(cluster, webhookId, delivery.headers['webhook-id'], other);
+  });
+
+  test(`on ${store}, an attempt cut off by SIGKILL of its sender is counted in the delivery's attempts`, {
+    timeout: 180_000,
+  }, async (t) => {
+    const started = await webhookCluster(t, store);
+    if (!started) return;
+    const { cluster, receiver, webhookId } = started;
+    const { sessionId, owner, other } = await sessionOn(cluster);
+    receiver.otherwise('hold');
+    await terminateOn(cluster, sessionId, owner);
+    // The owner's attempt is in flight (the receiver holds it) when the owner dies.
+    await waitFor('the owner’s attempt held', () => closedAbout(receiver, sessionId).length === 1);
+    await cluster.nodes[owner]?.stop('SIGKILL');
+    receiver.otherwise(200);
+
+    const delivery = await answeredDelivery(receiver, sessionId);
+    const listed = await listedDelivered(cluster, webhookId, delivery.headers['webhook-id'], other);
+    assert.equal(closedAbout(receiver, sessionId).length, 2, 'the cut-off attempt and the one answered');
+    assert.equal(listed.attempts, 2, 'the attempt cut off is counted');
   });
 }

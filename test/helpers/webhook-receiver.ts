@@ -24,6 +24,9 @@ export interface ReceivedRequest {
   body: WebhookPayload | null;
   /** The status it was answered with; 0 while held (and for good when never released). */
   status: number;
+  /** When it arrived (Date.now()), and how many requests were open then, itself included. */
+  at: number;
+  openOnArrival: number;
 }
 
 /** How the receiver answers a request: with a status, or not at all until release(). */
@@ -76,16 +79,18 @@ export async function startWebhookReceiver(t?: Pick<TestContext, 'after'>): Prom
       return;
     }
     const raw = Buffer.concat(chunks);
+    open++;
+    mostOpen = Math.max(mostOpen, open);
     const request: ReceivedRequest = {
       url: req.url ?? '',
       headers: req.headers,
       raw,
       body: parsed(raw),
       status: 0,
+      at: Date.now(),
+      openOnArrival: open,
     };
     requests.push(request);
-    open++;
-    mostOpen = Math.max(mostOpen, open);
     const next = scripted.shift() ?? fallback;
     if (next === 'hold') {
       held.push({ res, request });

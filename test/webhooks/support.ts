@@ -31,12 +31,17 @@ export async function endpoint(store: Store, url: string) {
   const tenantId = `t_${randomBytes(8).toString('hex')}`;
   await store.createTenant(tenantId, 'Webhook tenant');
   const secret = newSecret();
-  const webhook = await store.createWebhook(tenantId, {
-    id: newId('wh'),
-    url,
-    events: ['session.closed', 'turn.completed', 'turn.failed', 'user.deleted'],
-    secret,
-  });
+  const webhook = await store.createWebhook(
+    tenantId,
+    {
+      id: newId('wh'),
+      url,
+      events: ['session.closed', 'turn.completed', 'turn.failed', 'user.deleted'],
+      secret,
+    },
+    20,
+  );
+  assert.ok(webhook);
   /** The endpoint's deliveries, oldest first. */
   const deliveries = async (): Promise<WebhookDelivery[]> => {
     const page = await store.listWebhookDeliveries(tenantId, webhook.id, { limit: 100, offset: 0 });

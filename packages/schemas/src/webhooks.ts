@@ -71,6 +71,10 @@ export const webhookDeliverySchema = z
     status: z.enum(['pending', 'delivered', 'failed']),
     attempts: z.number().int(),
     last_status_code: z.number().int().nullable(),
+    error: z.string().nullable().meta({
+      description:
+        "Why it is not delivered: what its last attempt got instead of an answer (`timeout`, `private_address`, a connection error's code such as `ECONNREFUSED`), `outbox_full` when it was never sent because the tenant's outbox was past its cap, or `endpoint_failing` when it was given up unsent because its endpoint failed every attempt for longer than the retry schedule; null once an attempt was answered",
+    }),
     last_attempt_at: timestamp.nullable(),
     next_attempt_at: timestamp.nullable(),
     created_at: timestamp,
@@ -85,6 +89,7 @@ export const webhookDeliverySchema = z
         status: 'delivered',
         attempts: 1,
         last_status_code: 200,
+        error: null,
         last_attempt_at: '2026-03-02T09:20:05.211Z',
         next_attempt_at: null,
         created_at: '2026-03-02T09:20:05.016Z',

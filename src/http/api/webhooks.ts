@@ -76,13 +76,17 @@ export const webhooksRoutes: FastifyPluginAsyncZod<WebhookRoutesOptions> = async
       if (refused === 'unresolvable') {
         throw ValidationError.at(['body', 'url'], "The URL's host does not resolve", 'url_unresolvable');
       }
-      if ((await store.listWebhooks(tenantId)).length >= MAX_WEBHOOKS_PER_TENANT) {
+      const signing = secret ?? newSecret();
+      const stored = await store.createWebhook(
+        tenantId,
+        { id: newId('wh'), url, events, secret: signing },
+        MAX_WEBHOOKS_PER_TENANT,
+      );
+      if (!stored) {
         throw new AppError('webhook_limit_reached', undefined, {
           context: { limit: MAX_WEBHOOKS_PER_TENANT },
         });
       }
-      const signing = secret ?? newSecret();
-      const stored = await store.createWebhook(tenantId, { id: newId('wh'), url, events, secret: signing });
       return reply.code(201).send({ ...stored, secret: signing });
     },
   );

@@ -244,7 +244,7 @@ export const operationDocs: Record<string, OperationDoc> = {
   [`GET ${A}/webhooks/{webhook_id}/deliveries`]: {
     id: 'listWebhookDeliveries',
     description:
-      "A page of the endpoint's deliveries, newest first: each one's `status` (`pending`, `delivered`, `failed`), `attempts`, `last_status_code` and when the next attempt is due. A delivery that gets no 2xx within 10 s is retried after about 1 s, 5 s, 30 s, 2 min, 10 min, 1 h, then hourly until 24 h have passed (`PARLEY_WEBHOOK_RETRY_SCHEDULE`), and is then `failed`. Delivered and failed ones are kept 7 days.",
+      "A page of the endpoint's deliveries, newest first: each one's `status` (`pending`, `delivered`, `failed`), `attempts`, `last_status_code`, `error` (why it is not delivered) and when the next attempt is due. A delivery that gets no 2xx within 10 s is retried after about 1 s, 5 s, 30 s, 2 min, 10 min, 1 h, then hourly until 24 h have passed (`PARLEY_WEBHOOK_RETRY_SCHEDULE`), and is then `failed`; an endpoint that keeps failing is backed off as a whole, its deliveries waiting together for one probe. A delivery queued while the tenant's outbox is past its cap is stored `failed` at once with the `error` `outbox_full`, never sent. Delivered and failed ones are kept 7 days.",
     ok: "A page of the endpoint's deliveries",
     errors: [...webhooks, 'webhook_not_found'],
   },

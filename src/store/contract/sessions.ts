@@ -108,8 +108,10 @@ export interface SessionWriteResult {
   messages: MessageRecord[];
   messages_count: number;
   updated_at: string;
-  /** How many webhook deliveries the write queued (0 when no endpoint subscribes to its events). */
+  /** How many webhook deliveries the write queued pending (0 when no endpoint subscribes to its events). */
   webhook_deliveries: number;
+  /** How many it stored refused instead, their tenant's outbox being past its cap. */
+  webhook_refused: number;
 }
 
 export interface SessionStore {

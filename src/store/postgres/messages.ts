@@ -6,8 +6,9 @@ import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
 import { postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
+import { tellRefused } from '../webhook-outbox.ts';
 import type { Db } from './db.ts';
-import { queueWebhookEvents } from './webhooks.ts';
+import { queueWebhookEvents } from './webhook-queue.ts';
 
 /** The messages, feedback and Idempotency-Key records of PostgresStore, on its connection. */
 export function part(db: Db): StoreParts['messages'] {
@@ -63,14 +64,17 @@ export function part(db: Db): StoreParts['messages'] {
 
     async upsertFeedback(sessionId, feedback, event) {
       const { sql, values } = upsertFeedback(postgresDialect, sessionId, feedback, now());
-      return db.tx(async (c) => {
+      let refused = 0;
+      const stored = await db.tx(async (c) => {
         const { rows } = await c.query(sql, values);
         if (!rows[0]) throw new Error(`The feedback of session ${sessionId} was not stored`);
-        const stored = toFeedback(rows[0]);
+        const kept = toFeedback(rows[0]);
         // The event reports the feedback as stored (a replacement keeps the first id).
-        if (event) await queueWebhookEvents(c, [event(stored)]);
-        return stored;
+        if (event) refused = (await queueWebhookEvents(db, c, [event(kept)])).refused;
+        return kept;
       });
+      tellRefused(db, refused);
+      return stored;
     },
 
     async getFeedback(sessionId) {

@@ -293,6 +293,45 @@ export const postgresMigrations: readonly Migration[] = [
     `,
   },
   {
+    version: 11,
+    name: 'webhook outbox bounds',
+    // As in SQLite: payloads once per event while a delivery of it is pending, each tenant's pending
+    // deliveries and bytes in 16 stripes (a commit updates the row of its shard's stripe and holds it until
+    // it commits: one row per tenant would make a tenant's commits wait for each other), and an endpoint's
+    // backoff. The events of pending deliveries are carried over, one per event id (its first delivery's).
+    sql: `
+      ALTER TABLE webhooks ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhooks ADD COLUMN failing_since TEXT COLLATE "C";
+      ALTER TABLE webhooks ADD COLUMN retry_at TEXT COLLATE "C";
+
+      CREATE TABLE webhook_events (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL
+      );
+      INSERT INTO webhook_events (id, tenant_id, payload, created_at)
+        SELECT DISTINCT ON (event_id) event_id, tenant_id, payload, created_at FROM webhook_deliveries
+        WHERE status = 'pending' ORDER BY event_id, row_order;
+
+      ALTER TABLE webhook_deliveries ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhook_deliveries ADD COLUMN error TEXT;
+      UPDATE webhook_deliveries SET bytes = octet_length(payload) WHERE status = 'pending';
+      ALTER TABLE webhook_deliveries DROP COLUMN payload;
+
+      CREATE TABLE webhook_outbox (
+        tenant_id TEXT NOT NULL,
+        stripe INTEGER NOT NULL,
+        pending_deliveries INTEGER NOT NULL,
+        pending_bytes BIGINT NOT NULL,
+        PRIMARY KEY (tenant_id, stripe)
+      );
+      INSERT INTO webhook_outbox (tenant_id, stripe, pending_deliveries, pending_bytes)
+        SELECT tenant_id, shard % 16, count(*), sum(bytes) FROM webhook_deliveries WHERE status = 'pending'
+        GROUP BY tenant_id, shard % 16;
+    `,
+  },
+  {
     version: 12,
     name: 'session tokens',
     // A conversation's newest session token, for the conversations whose tokens are refreshed by showing

@@ -29,7 +29,7 @@ import {
   StaleEpochError,
 } from '../store.ts';
 import type { Db, Queryable } from './db.ts';
-import { queueWebhookEvents } from './webhooks.ts';
+import { queueWebhookEvents } from './webhook-queue.ts';
 
 /**
  * Throws StaleEpochError unless the shard's epoch is still the fence's. The row stays share-locked until
@@ -144,8 +144,15 @@ export function part(db: Db): StoreParts['sessions'] {
   return sessions;
 }
 
-/** Applies one session write, fenced; call inside a transaction (PostgresStore runs one per write). */
-export async function applySessionWrite(c: Queryable, write: SessionWrite): Promise<SessionWriteResult> {
+/**
+ * Applies one session write, fenced; call inside a transaction on `c` (PostgresStore runs one per write) of
+ * the store on `db`.
+ */
+export async function applySessionWrite(
+  db: Db,
+  c: Queryable,
+  write: SessionWrite,
+): Promise<SessionWriteResult> {
   const at = write.at ?? now();
   const session = await c.query('SELECT shard FROM sessions WHERE id = $1', [write.session_id]);
   const shard: unknown = session.rows[0]?.shard;
@@ -168,11 +175,12 @@ export async function applySessionWrite(c: Queryable, write: SessionWrite): Prom
     const { rows: decided } = await execute(c, statement);
     if (decided.length === 0) throw new ApprovalConflictError(write.decisions?.[i]?.id ?? '');
   }
-  const webhookDeliveries = await queueWebhookEvents(c, write.webhookEvents);
+  const { queued, refused } = await queueWebhookEvents(db, c, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),
     messages_count: messagesCount,
     updated_at: at,
-    webhook_deliveries: webhookDeliveries,
+    webhook_deliveries: queued,
+    webhook_refused: refused,
   };
 }

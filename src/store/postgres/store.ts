@@ -7,6 +7,7 @@ import type pg from 'pg';
 import { ComposedStore } from '../composed-store.ts';
 import { now } from '../rows.ts';
 import type { Migration, SessionWrite, SessionWriteResult, Store } from '../store.ts';
+import { tellRefused } from '../webhook-outbox.ts';
 import { type Db, openPool } from './db.ts';
 import * as files from './files.ts';
 import * as messages from './messages.ts';
@@ -68,7 +69,9 @@ export class PostgresStore extends ComposedStore<Db> implements Store {
   }
 
   /** One transaction per write (no group commit): a stale write fails alone and changes nothing. */
-  commitSession(write: SessionWrite): Promise<SessionWriteResult> {
-    return this.#db.tx((c) => sessions.applySessionWrite(c, write));
+  async commitSession(write: SessionWrite): Promise<SessionWriteResult> {
+    const result = await this.#db.tx((c) => sessions.applySessionWrite(this.#db, c, write));
+    tellRefused(this.#db, result.webhook_refused);
+    return result;
   }
 }

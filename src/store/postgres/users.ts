@@ -6,8 +6,9 @@ import { userRow } from '../new-rows.ts';
 import { now, toPage, toUser } from '../rows.ts';
 import { insert, listUsers, postgresDialect, updateUser } from '../sql.ts';
 import type { UserStore } from '../store.ts';
+import { tellRefused } from '../webhook-outbox.ts';
 import type { Db } from './db.ts';
-import { queueWebhookEvents } from './webhooks.ts';
+import { queueWebhookEvents } from './webhook-queue.ts';
 
 /** The error to throw for `err`: a taken reference becomes the API's conflict, anything else stays. */
 function referenceConflict(err: unknown, reference: string | null | undefined): unknown {
@@ -55,16 +56,19 @@ export function part(db: Db): UserStore {
 
     async deleteUser(tenantId, id, event) {
       const at = now();
-      return db.tx(async (c) => {
+      let refused = 0;
+      const deleted = await db.tx(async (c) => {
         const result = await c.query(
           'UPDATE users SET deleted_at = $1, updated_at = $1 WHERE tenant_id = $2 AND id = $3 AND deleted_at IS NULL',
           [at, tenantId, id],
         );
-        const deleted = result.rowCount === 1;
+        const done = result.rowCount === 1;
         // Only a delete that happened is reported, with the instant written.
-        if (deleted && event) await queueWebhookEvents(c, [event(at)]);
-        return deleted;
+        if (done && event) refused = (await queueWebhookEvents(db, c, [event(at)])).refused;
+        return done;
       });
+      tellRefused(db, refused);
+      return deleted;
     },
   };
 }

@@ -6,6 +6,7 @@ import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
 import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
+import { tellRefused } from '../webhook-outbox.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -55,14 +56,17 @@ export function part(db: SqliteDb): StoreParts['messages'] {
     },
 
     async upsertFeedback(sessionId, feedback, event) {
-      return db.write(() => {
+      let refused = 0;
+      const stored = db.write(() => {
         const row = get(db, upsertFeedback(sqliteDialect, sessionId, feedback, now()));
         if (!row) throw new Error(`The feedback of session ${sessionId} was not stored`);
-        const stored = toFeedback(row);
+        const kept = toFeedback(row);
         // The event reports the feedback as stored (a replacement keeps the first id).
-        if (event) queueWebhookEvents(db, [event(stored)]);
-        return stored;
+        if (event) refused = queueWebhookEvents(db, [event(kept)]).refused;
+        return kept;
       });
+      tellRefused(db, refused);
+      return stored;
     },
 
     async getFeedback(sessionId) {

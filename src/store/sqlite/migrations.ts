@@ -287,6 +287,49 @@ export const sqliteMigrations: readonly Migration[] = [
     `,
   },
   {
+    version: 11,
+    name: 'webhook outbox bounds',
+    // A payload is stored once per event (webhook_events), not once per endpoint, and only while a delivery
+    // of it is pending; a delivery counts its payload's bytes, and webhook_outbox keeps each tenant's pending
+    // deliveries and bytes (in 16 stripes by shard, so that concurrent commits of one tenant rarely update
+    // one row), against which a new delivery is refused past the tenant's cap (stored failed, with `error`);
+    // its rows are small and found by their key, so it is stored in its key's B-tree alone (WITHOUT ROWID).
+    // An endpoint that keeps failing is backed off as a whole: failures in a row, since when, and when its
+    // next attempt may go (docs/internals/decisions.md#webhooks). Existing rows are carried over: the
+    // payloads of pending deliveries become events, and the counters are summed from them.
+    sql: `
+      ALTER TABLE webhooks ADD COLUMN failures INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhooks ADD COLUMN failing_since TEXT;
+      ALTER TABLE webhooks ADD COLUMN retry_at TEXT;
+
+      CREATE TABLE webhook_events (
+        id TEXT PRIMARY KEY,
+        tenant_id TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      INSERT INTO webhook_events (id, tenant_id, payload, created_at)
+        SELECT event_id, tenant_id, payload, created_at FROM webhook_deliveries
+        WHERE rowid IN (SELECT min(rowid) FROM webhook_deliveries WHERE status = 'pending' GROUP BY event_id);
+
+      ALTER TABLE webhook_deliveries ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE webhook_deliveries ADD COLUMN error TEXT;
+      UPDATE webhook_deliveries SET bytes = length(CAST(payload AS BLOB)) WHERE status = 'pending';
+      ALTER TABLE webhook_deliveries DROP COLUMN payload;
+
+      CREATE TABLE webhook_outbox (
+        tenant_id TEXT NOT NULL,
+        stripe INTEGER NOT NULL,
+        pending_deliveries INTEGER NOT NULL,
+        pending_bytes INTEGER NOT NULL,
+        PRIMARY KEY (tenant_id, stripe)
+      ) WITHOUT ROWID;
+      INSERT INTO webhook_outbox (tenant_id, stripe, pending_deliveries, pending_bytes)
+        SELECT tenant_id, shard % 16, count(*), sum(bytes) FROM webhook_deliveries WHERE status = 'pending'
+        GROUP BY tenant_id, shard % 16;
+    `,
+  },
+  {
     version: 12,
     name: 'session tokens',
     // A conversation's newest session token, for the conversations whose tokens are refreshed by showing

@@ -150,11 +150,12 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   for (const [i, statement] of decisionStatements(sqliteDialect, write, at).entries()) {
     if (!get(db, statement)) throw new ApprovalConflictError(write.decisions?.[i]?.id ?? '');
   }
-  const webhookDeliveries = queueWebhookEvents(db, write.webhookEvents);
+  const { queued, refused } = queueWebhookEvents(db, write.webhookEvents);
   return {
     messages: appended.map((m) => m.record),
     messages_count: messagesCount,
     updated_at: at,
-    webhook_deliveries: webhookDeliveries,
+    webhook_deliveries: queued,
+    webhook_refused: refused,
   };
 }

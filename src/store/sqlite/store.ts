@@ -5,6 +5,7 @@
 import { ComposedStore } from '../composed-store.ts';
 import { now } from '../rows.ts';
 import type { Migration, SessionWrite, SessionWriteResult, Store } from '../store.ts';
+import { tellRefused } from '../webhook-outbox.ts';
 import { SqliteConnection } from './db.ts';
 import * as files from './files.ts';
 import * as messages from './messages.ts';
@@ -98,8 +99,10 @@ export class SqliteStore extends ComposedStore<SqliteConnection> implements Stor
     }
     for (const [i, item] of batch.entries()) {
       const outcome = outcomes[i];
-      if (outcome && 'value' in outcome) item.resolve(outcome.value);
-      else item.reject(outcome?.error);
+      if (outcome && 'value' in outcome) {
+        tellRefused(this.#db, outcome.value.webhook_refused);
+        item.resolve(outcome.value);
+      } else item.reject(outcome?.error);
     }
   }
 

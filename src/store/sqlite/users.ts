@@ -5,6 +5,7 @@ import { userRow } from '../new-rows.ts';
 import { now, toPage, toUser } from '../rows.ts';
 import { insert, listUsers, sqliteDialect, updateUser } from '../sql.ts';
 import type { UserStore } from '../store.ts';
+import { tellRefused } from '../webhook-outbox.ts';
 import { all, get, run, SQLITE_CONSTRAINT_UNIQUE, type SqliteDb, sqliteCode } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -50,17 +51,20 @@ export function part(db: SqliteDb): UserStore {
 
     async deleteUser(tenantId, id, event) {
       const at = now();
-      return db.write(() => {
+      let refused = 0;
+      const deleted = db.write(() => {
         const result = db
           .q(
             'UPDATE users SET deleted_at = ?, updated_at = ? WHERE tenant_id = ? AND id = ? AND deleted_at IS NULL',
           )
           .run(at, at, tenantId, id);
-        const deleted = Number(result.changes) === 1;
+        const done = Number(result.changes) === 1;
         // Only a delete that happened is reported, with the instant written.
-        if (deleted && event) queueWebhookEvents(db, [event(at)]);
-        return deleted;
+        if (done && event) refused = queueWebhookEvents(db, [event(at)]).refused;
+        return done;
       });
+      tellRefused(db, refused);
+      return deleted;
     },
   };
 }

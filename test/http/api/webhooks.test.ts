@@ -138,6 +138,26 @@ describe('managing webhook endpoints', () => {
   });
 });
 
+describe('the endpoint cap', () => {
+  it('registrations made at once stop at 20 endpoints a tenant: the rest answer 409 webhook_limit_reached', async () => {
+    const key = await t.createKey('t-cap');
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, n) =>
+        client(t, key).post('/v1/agents/webhooks', {
+          url: `https://crm.example.com/cap/${n}`,
+          events: ['session.closed'],
+        }),
+      ),
+    );
+    const statuses = answers.map((res) => res.statusCode).sort();
+    assert.deepEqual(statuses, [...Array(20).fill(201), ...Array(10).fill(409)]);
+    for (const res of answers.filter((r) => r.statusCode === 409)) {
+      assertError(res, 409, 'webhook_limit_reached');
+    }
+    assert.equal((await client(t, key).get('/v1/agents/webhooks')).json().items.length, 20);
+  });
+});
+
 describe('refusing private addresses', () => {
   const strict = useSessionApp({ env: { PARLEY_WEBHOOK_ALLOW_PRIVATE: 'false' } });
 

@@ -46,6 +46,7 @@ export function commitSession(f: SessionFixture): void {
         messages_count: 2,
         updated_at: at1,
         webhook_deliveries: 0,
+        webhook_refused: 0,
       });
 
       // Without `at`, the store stamps the write with its own clock.
@@ -204,6 +205,7 @@ export function commitSession(f: SessionFixture): void {
         messages_count: 0,
         updated_at: at,
         webhook_deliveries: 0,
+        webhook_refused: 0,
       });
       const extended = {
         ...record,

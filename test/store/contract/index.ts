@@ -15,6 +15,8 @@ import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
 import { toolCalls } from './tool-calls.ts';
 import { users } from './users.ts';
+import { webhookBackoff } from './webhook-backoff.ts';
+import { webhookOutbox } from './webhook-outbox.ts';
 import { webhooks } from './webhooks.ts';
 
 export type { OpenStore } from './support.ts';
@@ -43,5 +45,7 @@ export function storeContract(name: string, open: OpenStore): void {
     });
     feedback(open);
     webhooks(open);
+    webhookOutbox(open);
+    webhookBackoff(open);
   });
 }

@@ -82,6 +82,7 @@ export function toolCalls(f: SessionFixture): void {
         messages_count: 0,
         updated_at: at1,
         webhook_deliveries: 0,
+        webhook_refused: 0,
       });
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), pending(step1, at1));
 

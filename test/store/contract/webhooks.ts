@@ -5,120 +5,31 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../../src/ids.ts';
 import { shardOf } from '../../../src/shards.ts';
-import type {
-  Feedback,
-  Webhook,
-  WebhookAttempt,
-  WebhookDelivery,
-  WebhookEvent,
-  WebhookEventType,
-} from '../../../src/store/store.ts';
-import { isoInstant, type OpenStore, pastInstant, sessionFixture, unique, useStore } from './support.ts';
+import type { Feedback, Webhook, WebhookDelivery, WebhookEvent } from '../../../src/store/store.ts';
+import { isoInstant, type OpenStore, pastInstant, unique } from './support.ts';
+import { webhookFixture } from './webhook-support.ts';
 
 export function webhooks(open: OpenStore): void {
   describe('webhooks', () => {
-    const f = sessionFixture(useStore(open, { migrate: true }));
-    const { ctx, tenant, claim, createSession, isStale, all } = f;
-
-    async function endpoint(tenantId: string, events: WebhookEventType[]) {
-      const secret = `whsec_${unique('s')}`;
-      const webhook = await ctx.store.createWebhook(tenantId, {
-        id: newId('wh'),
-        url: `https://hooks.example.com/${unique('h')}`,
-        events,
-        secret,
-      });
-      return { webhook, secret };
-    }
-
-    /** An event of the tenant; its key and shard are a session's unless given. */
-    function event(
-      tenantId: string,
-      type: WebhookEventType,
-      fields: Partial<WebhookEvent> = {},
-    ): WebhookEvent {
-      const ordering_key = fields.ordering_key ?? newId('ses');
-      const created_at = fields.created_at ?? new Date().toISOString();
-      return {
-        id: newId('evt'),
-        tenant_id: tenantId,
-        type,
-        ordering_key,
-        shard: shardOf(ordering_key),
-        payload: JSON.stringify({ type, timestamp: created_at, data: { id: ordering_key } }),
-        created_at,
-        ...fields,
-      };
-    }
-
-    /**
-     * Queues events the way the service does: in a session's commit (of a new session, so its fence is
-     * current). Returns how many deliveries the commit queued.
-     */
-    async function queue(tenantId: string, events: WebhookEvent[]) {
-      const { record, fence } = await createSession(tenantId);
-      const result = await ctx.store.commitSession({
-        session_id: record.id,
-        fence,
-        patch: { snapshot: '{}' },
-        webhookEvents: events,
-      });
-      return result.webhook_deliveries;
-    }
-
-    async function deliveries(tenantId: string, webhookId: string): Promise<WebhookDelivery[]> {
-      const page = await ctx.store.listWebhookDeliveries(tenantId, webhookId, all);
-      assert.ok(page, `the deliveries of ${webhookId}`);
-      return page.items;
-    }
-
-    const eventIds = async (tenantId: string, webhookId: string) =>
-      (await deliveries(tenantId, webhookId)).map((d) => d.event_id).sort();
-
-    /** The delivery of `event` to the endpoint, as listed. */
-    async function deliveryOf(tenantId: string, webhookId: string, event: WebhookEvent) {
-      const found = (await deliveries(tenantId, webhookId)).find((d) => d.event_id === event.id);
-      assert.ok(found, `the delivery of ${event.id} to ${webhookId}`);
-      return found;
-    }
-
-    /** Instants in 1995, against which `now` of due queries is set: other tests' deliveries of today are not due. */
-    const base = Date.parse('1995-06-01T12:00:00.000Z');
-    const iso = (ms: number) => new Date(base + ms).toISOString();
-
-    /** Our due deliveries among what a shared database holds, as `endpoint:event` pairs. */
-    async function due(at: string, ours: Set<string>, shards?: number[]) {
-      return (await ctx.store.dueWebhookDeliveries(at, 1000, shards))
-        .filter((d) => ours.has(d.webhook_id))
-        .map((d) => `${d.webhook_id}:${d.event_id}`);
-    }
-
-    /** Delivers ours until none is due at `at`, so that none is left due for later tests on a shared database. */
-    async function deliverAll(at: string, ours: Set<string>) {
-      for (let round = 0; round < 100; round++) {
-        const dueNow = (await ctx.store.dueWebhookDeliveries(at, 1000)).filter((d) => ours.has(d.webhook_id));
-        if (dueNow.length === 0) return;
-        for (const d of dueNow) await attempt(d, 'delivered', 200, at, null);
-      }
-      assert.fail('deliveries stay due');
-    }
-
-    /** Records an attempt of a delivery as read (its id, and the attempts made before this one). */
-    const attempt = (
-      delivery: Pick<WebhookAttempt, 'id' | 'attempts'>,
-      status: WebhookDelivery['status'],
-      status_code: number | null,
-      at: string,
-      next_attempt_at: string | null,
-    ) =>
-      ctx.store.recordWebhookAttempt({
-        id: delivery.id,
-        attempts: delivery.attempts,
-        status,
-        status_code,
-        at,
-        next_attempt_at,
-      });
+    const {
+      ctx,
+      tenant,
+      claim,
+      createSession,
+      isStale,
+      all,
+      endpoint,
+      event,
+      queue,
+      deliveries,
+      eventIds,
+      deliveryOf,
+      iso,
+      due,
+      attempt,
+      record,
+      deliverAll,
+    } = webhookFixture(open);
 
     it('createWebhook returns the endpoint without its secret; get and list read it back, oldest first, per tenant', async () => {
       const tenantA = await tenant();
@@ -173,12 +84,13 @@ export function webhooks(open: OpenStore): void {
         status: 'pending',
         attempts: 0,
         last_status_code: null,
+        error: null,
         last_attempt_at: null,
         next_attempt_at: completed.created_at,
         created_at: completed.created_at,
       });
 
-      // The deliverer gets what sending needs: the endpoint's url and secret, the payload as written.
+      // The deliverer gets what sending needs: the endpoint's url and secret, and the payload as written.
       const ours = new Set([both.id, turns.id, users.id, elsewhere.id]);
       const dueNow = (await ctx.store.dueWebhookDeliveries(iso(1), 1000)).filter((d) =>
         ours.has(d.webhook_id),
@@ -187,6 +99,7 @@ export function webhooks(open: OpenStore): void {
       assert.ok(sent);
       assert.deepEqual(sent, {
         id: sent.id,
+        tenant_id: tenantId,
         webhook_id: both.id,
         event_id: closed.id,
         type: 'session.closed',
@@ -196,9 +109,11 @@ export function webhooks(open: OpenStore): void {
         next_attempt_at: closed.created_at,
         url: both.url,
         secret,
-        payload: closed.payload,
         created_at: closed.created_at,
+        endpoint_failures: 0,
+        endpoint_retry_at: null,
       });
+      assert.equal(await ctx.store.webhookPayload(closed.id), closed.payload, 'the payload as written');
       assert.equal(dueNow.length, 3);
       await deliverAll(iso(1), ours);
     });
@@ -293,7 +208,11 @@ export function webhooks(open: OpenStore): void {
       const [sent] = (await ctx.store.dueWebhookDeliveries(deletedAt, 1000)).filter(
         (d) => d.webhook_id === webhook.id,
       );
-      assert.equal(JSON.parse(sent?.payload ?? '{}').data.deleted_at, deletedAt);
+      assert.ok(sent);
+      assert.equal(
+        JSON.parse((await ctx.store.webhookPayload(sent.event_id)) ?? '{}').data.deleted_at,
+        deletedAt,
+      );
 
       assert.equal(await ctx.store.deleteUser(tenantId, userId, report(userId)), false, 'already deleted');
       const unknown = unique('usr');
@@ -337,9 +256,12 @@ export function webhooks(open: OpenStore): void {
       const list = await deliveries(tenantId, webhook.id);
       assert.equal(list.length, 2);
       const ours = new Set([webhook.id]);
-      const payloads = (await ctx.store.dueWebhookDeliveries(new Date().toISOString(), 1000))
-        .filter((d) => ours.has(d.webhook_id))
-        .map((d) => JSON.parse(d.payload).data);
+      const dueNow = (await ctx.store.dueWebhookDeliveries(new Date().toISOString(), 1000)).filter((d) =>
+        ours.has(d.webhook_id),
+      );
+      const payloads = await Promise.all(
+        dueNow.map(async (d) => JSON.parse((await ctx.store.webhookPayload(d.event_id)) ?? '{}').data),
+      );
       // The second is queued behind the first (same endpoint, same key): it has no due time yet.
       assert.deepEqual(payloads, [first]);
       assert.deepEqual(
@@ -460,29 +382,42 @@ export function webhooks(open: OpenStore): void {
       assert.deepEqual(statuses, ['delivered', 'delivered', 'delivered', 'delivered', 'delivered']);
     });
 
-    it('recordWebhookAttempt counts attempts and keeps the last status code and times', async () => {
+    it('a claim counts the attempt and stamps it; its record keeps the status code and the next attempt', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['turn.failed']);
       const failed = event(tenantId, 'turn.failed', { created_at: iso(0) });
       await queue(tenantId, [failed]);
       const [queued] = await deliveries(tenantId, webhook.id);
       assert.ok(queued);
+      const claim = { id: queued.id, attempts: 0, next_attempt_at: iso(0) };
 
-      assert.equal(await attempt(queued, 'pending', null, iso(100), iso(1_100)), true);
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...claim, at: iso(100), until: iso(600) }), true);
+      assert.deepEqual(await deliveries(tenantId, webhook.id), [
+        { ...queued, attempts: 1, last_attempt_at: iso(100), next_attempt_at: iso(600) },
+      ]);
+      assert.equal(await record({ id: queued.id, attempts: 1 }, 'pending', null, iso(100), iso(1_100)), true);
       assert.deepEqual(await deliveries(tenantId, webhook.id), [
         {
           ...queued,
           attempts: 1,
           last_status_code: null,
+          error: 'timeout',
           last_attempt_at: iso(100),
           next_attempt_at: iso(1_100),
         },
       ]);
+      const again = { id: queued.id, attempts: 1, next_attempt_at: iso(1_100) };
+      assert.equal(await attempt(again, 'pending', 502, iso(1_200), iso(6_200)), true);
       assert.equal(
-        await attempt({ id: queued.id, attempts: 1 }, 'pending', 502, iso(1_200), iso(6_200)),
+        await attempt(
+          { id: queued.id, attempts: 2, next_attempt_at: iso(6_200) },
+          'delivered',
+          200,
+          iso(6_300),
+          null,
+        ),
         true,
       );
-      assert.equal(await attempt({ id: queued.id, attempts: 2 }, 'delivered', 200, iso(6_300), null), true);
       const delivered: WebhookDelivery = {
         ...queued,
         status: 'delivered',
@@ -493,23 +428,24 @@ export function webhooks(open: OpenStore): void {
       };
       assert.deepEqual(await deliveries(tenantId, webhook.id), [delivered]);
 
-      // A late record (another process's attempt, read before this one was recorded) writes nothing.
+      // A late record (of an attempt whose claim lapsed and was taken again) writes nothing, nor does one of a
+      // delivery no longer pending, or unknown.
       assert.equal(
-        await attempt({ id: queued.id, attempts: 2 }, 'pending', 503, iso(7_000), iso(8_000)),
+        await record({ id: queued.id, attempts: 2 }, 'pending', 503, iso(7_000), iso(8_000)),
         false,
       );
       assert.equal(
-        await attempt({ id: queued.id, attempts: 3 }, 'pending', 503, iso(7_000), iso(8_000)),
+        await record({ id: queued.id, attempts: 3 }, 'pending', 503, iso(7_000), iso(8_000)),
         false,
       );
       assert.deepEqual(await deliveries(tenantId, webhook.id), [delivered], 'delivered stays delivered');
       assert.equal(
-        await attempt({ id: newId('whd'), attempts: 0 }, 'delivered', 200, iso(7_000), null),
+        await record({ id: newId('whd'), attempts: 1 }, 'delivered', 200, iso(7_000), null),
         false,
       );
     });
 
-    it('recordWebhookAttempt is stale when another attempt was recorded since, and of two at once exactly one counts', async () => {
+    it('an attempt whose claim lapsed unrecorded stays counted; its record after the next claim is refused, and of two records at once one counts', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['turn.completed']);
       const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
@@ -517,89 +453,67 @@ export function webhooks(open: OpenStore): void {
       const [queued] = await deliveries(tenantId, webhook.id);
       assert.ok(queued);
 
-      assert.equal(await attempt(queued, 'pending', 500, iso(1), iso(2)), true);
-      assert.equal(
-        await attempt(queued, 'delivered', 200, iso(3), null),
-        false,
-        'read before the first record',
+      // Claimed, then its process was killed: nothing recorded, the claim lapses at iso(10).
+      const first = { id: queued.id, attempts: 0, next_attempt_at: iso(0) };
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...first, at: iso(1), until: iso(10) }), true);
+      const [cutOff] = await deliveries(tenantId, webhook.id);
+      assert.deepEqual(
+        [cutOff?.status, cutOff?.attempts, cutOff?.last_attempt_at, cutOff?.next_attempt_at],
+        ['pending', 1, iso(1), iso(10)],
       );
-      const [afterOne] = await deliveries(tenantId, webhook.id);
-      assert.equal(afterOne?.status, 'pending');
-      assert.equal(afterOne?.attempts, 1);
-      assert.equal(afterOne?.next_attempt_at, iso(2));
+      // The next owner reads it due at the claim's end, with the attempt counted, and claims it in turn.
+      const [read] = (await ctx.store.dueWebhookDeliveries(iso(10), 1000)).filter(
+        (d) => d.webhook_id === webhook.id,
+      );
+      assert.deepEqual([read?.attempts, read?.next_attempt_at], [1, iso(10)]);
+      assert.equal(
+        await ctx.store.claimWebhookDelivery({ ...first, at: iso(11), until: iso(20) }),
+        false,
+        'stale',
+      );
+      const second = { id: queued.id, attempts: 1, next_attempt_at: iso(10) };
+      assert.equal(await ctx.store.claimWebhookDelivery({ ...second, at: iso(11), until: iso(20) }), true);
+      assert.equal(
+        await record({ id: queued.id, attempts: 1 }, 'delivered', 200, iso(12), null),
+        false,
+        'lapsed',
+      );
 
       const results = await Promise.all([
-        attempt({ id: queued.id, attempts: 1 }, 'delivered', 200, iso(4), null),
-        attempt({ id: queued.id, attempts: 1 }, 'pending', 503, iso(4), iso(10)),
+        record({ id: queued.id, attempts: 2 }, 'delivered', 200, iso(12), null),
+        record({ id: queued.id, attempts: 2 }, 'pending', 503, iso(12), iso(30)),
       ]);
       assert.equal(results.filter(Boolean).length, 1);
       const [recorded] = await deliveries(tenantId, webhook.id);
       assert.equal(recorded?.attempts, 2);
       assert.equal(recorded?.status, results[0] ? 'delivered' : 'pending');
-      await deliverAll(iso(10), new Set([webhook.id]));
+      await deliverAll(iso(30), new Set([webhook.id]));
     });
 
-    it('claimWebhookDelivery takes a due delivery once, as read, and it is due again at the end of the claim', async () => {
+    it('releaseWebhookClaim makes a claimed delivery due at once, the attempt counted, and only while the claim holds', async () => {
       const tenantId = await tenant();
       const { webhook } = await endpoint(tenantId, ['turn.completed']);
       const ours = new Set([webhook.id]);
-      const key = newId('ses');
-      const first = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(0) });
-      const second = event(tenantId, 'turn.completed', { ordering_key: key, created_at: iso(1) });
-      await queue(tenantId, [first, second]);
-      const [read] = (await ctx.store.dueWebhookDeliveries(iso(0), 1000)).filter((d) =>
-        ours.has(d.webhook_id),
-      );
-      assert.ok(read);
-      assert.equal(read.event_id, first.id);
-      const claim = { id: read.id, attempts: read.attempts, next_attempt_at: read.next_attempt_at };
+      const completed = event(tenantId, 'turn.completed', { created_at: iso(0) });
+      await queue(tenantId, [completed]);
+      const [queued] = await deliveries(tenantId, webhook.id);
+      assert.ok(queued);
+      const claim = { id: queued.id, attempts: 0, next_attempt_at: iso(0), at: iso(1), until: iso(10_000) };
+      assert.equal(await ctx.store.claimWebhookDelivery(claim), true);
+      const claimed = { id: queued.id, attempts: 1, until: iso(10_000) };
 
-      // Two processes that read it alike: exactly one takes it.
-      const taken = await Promise.all([
-        ctx.store.claimWebhookDelivery({ ...claim, until: iso(15_000) }),
-        ctx.store.claimWebhookDelivery({ ...claim, until: iso(15_000) }),
-      ]);
-      assert.deepEqual(taken.sort(), [false, true]);
-      assert.equal(await ctx.store.claimWebhookDelivery({ ...claim, until: iso(20_000) }), false, 'taken');
-      assert.equal((await deliveryOf(tenantId, webhook.id, first)).next_attempt_at, iso(15_000));
-      assert.deepEqual(await due(iso(14_999), ours), [], 'not due while claimed');
-      assert.deepEqual(await due(iso(15_000), ours), [`${webhook.id}:${first.id}`]);
-
-      // A claim that lapsed (its process died) is taken again, as read now.
-      const lapsed = { ...claim, next_attempt_at: iso(15_000) };
+      assert.equal(await ctx.store.releaseWebhookClaim({ ...claimed, attempts: 0, at: iso(2) }), false);
+      assert.equal(await ctx.store.releaseWebhookClaim({ ...claimed, until: iso(9_999), at: iso(2) }), false);
+      assert.equal(await ctx.store.releaseWebhookClaim({ ...claimed, at: iso(2) }), true);
+      const [released] = await deliveries(tenantId, webhook.id);
+      assert.deepEqual([released?.attempts, released?.next_attempt_at], [1, iso(2)]);
+      assert.deepEqual(await due(iso(2), ours), [`${webhook.id}:${completed.id}`]);
       assert.equal(
-        await ctx.store.claimWebhookDelivery({ ...lapsed, attempts: 1, until: iso(30_000) }),
+        await ctx.store.releaseWebhookClaim({ ...claimed, at: iso(3) }),
         false,
-        'stale attempts',
+        'given back already',
       );
-      assert.equal(await ctx.store.claimWebhookDelivery({ ...lapsed, until: iso(30_000) }), true);
-
-      // A blocked delivery, an unknown one, and one no longer pending are not taken.
-      const blocked = await deliveryOf(tenantId, webhook.id, second);
-      assert.equal(blocked.next_attempt_at, null);
-      for (const next_attempt_at of [iso(0), iso(1), iso(30_000)]) {
-        assert.equal(
-          await ctx.store.claimWebhookDelivery({
-            id: blocked.id,
-            attempts: 0,
-            next_attempt_at,
-            until: iso(40_000),
-          }),
-          false,
-        );
-      }
-      assert.equal(
-        await ctx.store.claimWebhookDelivery({ ...lapsed, id: newId('whd'), until: iso(40_000) }),
-        false,
-      );
-      assert.equal(await attempt(read, 'delivered', 200, iso(31_000), null), true);
-      assert.equal(
-        await ctx.store.claimWebhookDelivery({ ...lapsed, next_attempt_at: iso(30_000), until: iso(40_000) }),
-        false,
-        'delivered',
-      );
-      assert.equal((await deliveryOf(tenantId, webhook.id, first)).status, 'delivered');
-      await deliverAll(iso(31_000), ours);
+      await deliverAll(iso(2), ours);
     });
 
     it('a commit reports how many deliveries it queued, each write of a group its own', async () => {
@@ -780,9 +694,10 @@ export function webhooks(open: OpenStore): void {
       await attempt(await of(failed), 'failed', 404, at(20_000), null);
       await attempt(await of(recent), 'delivered', 200, at(20_000), null);
 
-      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 2);
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000), 1), 1, 'at most the limit');
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000), 100), 1);
       assert.deepEqual(await eventIds(tenantId, webhook.id), [pending.id, recent.id].sort());
-      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000)), 0);
+      assert.equal(await ctx.store.deleteOldWebhookDeliveries(at(10_000), 100), 0);
       await deliverAll(at(10_000), new Set([webhook.id]));
     });
   });
