@@ -193,7 +193,12 @@ test('sends under a SIGKILL, a SIGSTOP and a Redis restart are each stored exact
   const result = await load.stop();
   const approvals = await approvalLoad.stop();
   t.diagnostic(`${approvals.acked.length} approval turns decided, ${approvals.retries} requests sent again`);
-  assert.deepEqual(approvals.failures, []);
+  // A failure names what the nodes logged at error level, so that a 500 shows its cause.
+  const errorLogs = () =>
+    cluster.nodes
+      .flatMap((node) => node.logs().filter((line) => Number(line.level) >= 50))
+      .map((line) => JSON.stringify(line).slice(0, 2000));
+  assert.deepEqual(approvals.failures, [], errorLogs().join('\n'));
   assert.ok(approvals.acked.length >= approvalSessions.length, 'every approval session decided turns');
   const approvalProblems = await checkApprovalTurns(
     urls,

@@ -4,6 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { serviceUnavailable } from '../../errors.ts';
 import type { Statement } from '../sql.ts';
 
 export interface SqliteDb {
@@ -29,6 +30,9 @@ export const sqliteCode = (err: unknown): number | undefined =>
 export const SQLITE_BUSY = 5;
 export const SQLITE_CONSTRAINT_UNIQUE = 2067;
 
+/** Whether `err` is SQLITE_BUSY or one of its extended codes (the low byte is the primary code). */
+const isBusy = (err: unknown) => ((sqliteCode(err) ?? 0) & 0xff) === SQLITE_BUSY;
+
 /**
  * Switching a new file to WAL needs the write lock while holding a read lock, which SQLite refuses at
  * once instead of waiting out busy_timeout; so retry, briefly and synchronously (this runs at open only).
@@ -39,9 +43,7 @@ function whileBusy<T>(fn: () => T, timeoutMs: number): T {
     try {
       return fn();
     } catch (err) {
-      // The low byte is the primary code: SQLITE_BUSY and its extended codes.
-      const busy = ((sqliteCode(err) ?? 0) & 0xff) === SQLITE_BUSY;
-      if (!busy || Date.now() > deadline) throw err;
+      if (!isBusy(err) || Date.now() > deadline) throw err;
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
   }
@@ -91,7 +93,14 @@ export class SqliteConnection implements SqliteDb {
     const nested = this.#db.isTransaction;
     // Emptied as a transaction begins, so whatever ended the last one (a COMMIT that threw included).
     if (!nested) this.#transactionReads.clear();
-    this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
+    try {
+      this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
+    } catch (err) {
+      // Another process held the write lock past busy_timeout (in a cluster on one file, one stopped in a
+      // transaction): nothing was written, so the caller may retry, on this process or another.
+      if (isBusy(err)) throw serviceUnavailable('The store is busy; retry shortly.', err);
+      throw err;
+    }
     let result: T;
     try {
       result = fn();
