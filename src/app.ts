@@ -29,6 +29,7 @@ import { operationsRoutes } from './http/open/operations.ts';
 import { widgetRoutes } from './http/open/widget.ts';
 import { registerOpenApi } from './http/openapi/document.ts';
 import { PUBLIC_PREFIX, publicFamily } from './http/public/family.ts';
+import { responsesFamily } from './http/responses/family.ts';
 import { clientErrorHandler, newRequestId } from './http/server/client-errors.ts';
 import { ConnectionDrain } from './http/server/connection-drain.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './http/server/error-handler.ts';
@@ -337,6 +338,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   }
   const turns = new LiveTurns();
   await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
+  await app.register(responsesFamily, { store, config, sessions, redis });
   const bounded = demo.bounds;
   await app.register(publicFamily, {
     prefix: PUBLIC_PREFIX,

@@ -39,6 +39,7 @@ export const errorCatalogue = {
   },
   message_not_found: { status: 404, name: 'MessageNotFoundError', message: 'No such message.' },
   turn_not_found: { status: 404, name: 'TurnNotFoundError', message: 'No such turn in this session.' },
+  response_not_found: { status: 404, name: 'ResponseNotFoundError', message: 'No such response.' },
   file_not_found: { status: 404, name: 'FileNotFoundError', message: 'No such file.' },
   webhook_not_found: { status: 404, name: 'WebhookNotFoundError', message: 'No such webhook endpoint.' },
   user_reference_conflict: {

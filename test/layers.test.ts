@@ -41,7 +41,7 @@ const LAYERS: readonly (readonly string[])[] = [
 
 /** The folders of src/http the same way: the families and open routes use turns/, which uses auth/ and server/. */
 const HTTP_LAYERS: readonly (readonly string[])[] = [
-  ['api', 'public', 'open', 'openapi'],
+  ['api', 'public', 'responses', 'open', 'openapi'],
   ['turns'],
   ['auth'],
   ['server'],

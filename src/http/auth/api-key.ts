@@ -1,4 +1,5 @@
-// API-key authentication for the server-side family: `X-API-Key` → the tenant and agent scope of the key.
+// API-key authentication for the server-side family: `X-API-Key` → the tenant and agent scope of the key. The
+// Open Responses routes take the key as `Authorization: Bearer` too, which is how the OpenAI SDKs send it.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiKeyCache } from '../../auth/api-key-cache.ts';
 import { scopeAllows } from '../../auth/api-keys.ts';
@@ -12,18 +13,29 @@ declare module 'fastify' {
 }
 
 /** Adds an onRequest hook to `scope` that authenticates every route registered in it. */
-export function requireApiKey(scope: FastifyInstance, store: Store) {
+export function requireApiKey(scope: FastifyInstance, store: Store, options: { bearer?: boolean } = {}) {
   scope.decorateRequest('apiKey', null);
   const keys = new ApiKeyCache(store);
   scope.addHook('onRequest', async (request) => {
-    const header = request.headers['x-api-key'];
+    const header = request.headers['x-api-key'] ?? (options.bearer ? bearerOf(request) : undefined);
     if (typeof header !== 'string' || header === '') {
-      throw new AppError('unauthorized', 'Send your API key in the X-API-Key header.');
+      throw new AppError(
+        'unauthorized',
+        options.bearer
+          ? 'Send your API key as `Authorization: Bearer <key>` or in the X-API-Key header.'
+          : 'Send your API key in the X-API-Key header.',
+      );
     }
     const key = await keys.find(header);
     if (!key) throw new AppError('invalid_api_key');
     request.apiKey = key;
   });
+}
+
+/** The credential of an `Authorization: Bearer <credential>` header, if the request has one. */
+function bearerOf(request: FastifyRequest): string | undefined {
+  const match = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '');
+  return match?.[1];
 }
 
 /** The tenant of the authenticated key; routes behind requireApiKey only. */

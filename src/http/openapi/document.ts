@@ -277,6 +277,11 @@ export async function registerOpenApi(app: FastifyInstance) {
         securitySchemes: {
           apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
           sessionToken: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          bearerApiKey: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An API key, as the OpenAI SDKs send it',
+          },
         },
       },
     },

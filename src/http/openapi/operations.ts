@@ -16,12 +16,14 @@ import {
   upload,
   webhooks,
 } from './operation-parts.ts';
+import { responseOperationDocs } from './response-operations.ts';
 import { turnOperationDocs } from './turn-operations.ts';
 
 export { genericErrors, type OperationDoc } from './operation-parts.ts';
 
 export const operationDocs: Record<string, OperationDoc> = {
   ...turnOperationDocs,
+  ...responseOperationDocs,
   'GET /healthz': {
     id: 'getHealth',
     description:
