@@ -88,10 +88,12 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
 
 /** The shard a request must be served in, or null when any process can serve it. */
 function shardOfRequest(request: FastifyRequest, coordinator: Coordinator): number | null {
-  const { session, createsSession } = request.routeOptions.config;
+  const { session, sessionOf, createsSession } = request.routeOptions.config;
   const params = request.params;
-  if (session && params && typeof params === 'object') {
-    const id: unknown = Reflect.get(params, session);
+  if ((session || sessionOf) && params && typeof params === 'object') {
+    const id: unknown = sessionOf
+      ? sessionOf(params as Record<string, string>)
+      : Reflect.get(params, session ?? '');
     if (typeof id === 'string' && id !== '') return shardOf(id);
   }
   // A route that creates a session is served where it arrives, with an id in a shard this process owns;

@@ -7,6 +7,7 @@ export * from './conversations.ts';
 export * from './enums.ts';
 export * from './files.ts';
 export * from './messages.ts';
+export * from './open-conversations.ts';
 export * from './responses.ts';
 export * from './runs.ts';
 export * from './sessions.ts';

@@ -200,6 +200,15 @@ export const responseSettings = {
   prompt_cache_key: null,
 };
 
+/** The reply of the messages' example as an output item. */
+export const replyItemExample = {
+  type: 'message',
+  id: messageExample.id,
+  role: 'assistant',
+  status: 'completed',
+  content: [{ type: 'output_text', text: 'We are open 9:00 to 18:00, Monday to Friday.', annotations: [] }],
+};
+
 const responseExample = {
   id: `resp_${sessionExample.id}.turn_lA2hQ0bN7cV4xZ9sD1fGy`,
   object: 'response',
@@ -210,17 +219,7 @@ const responseExample = {
   model: 'support',
   previous_response_id: null,
   instructions: null,
-  output: [
-    {
-      type: 'message',
-      id: messageExample.id,
-      role: 'assistant',
-      status: 'completed',
-      content: [
-        { type: 'output_text', text: 'We are open 9:00 to 18:00, Monday to Friday.', annotations: [] },
-      ],
-    },
-  ],
+  output: [replyItemExample],
   error: null,
   ...responseSettings,
   usage: {

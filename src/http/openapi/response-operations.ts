@@ -18,4 +18,45 @@ export const responseOperationDocs: Record<string, OperationDoc> = {
     ok: 'The response object',
     errors: [...session, 'response_not_found'],
   },
+  'POST /v1/responses/{response_id}/cancel': {
+    id: 'cancelResponse',
+    description:
+      'Stops a running or paused response, as `cancelTurn` does: what the agent wrote so far is stored as its reply and the response reads `cancelled`; its stream ends with `response.incomplete`. Cancelling a finished response changes nothing and answers it as it is.',
+    ok: 'The response as it is once cancelled',
+    errors: [...session, 'response_not_found'],
+  },
+  'GET /v1/responses/{response_id}/input_items': {
+    id: 'listResponseInputItems',
+    description:
+      'The input items of a response: the user message its turn answered, as a `message` item with `input_text`, `input_image` and `input_file` parts. Paged like the SDKs expect (`limit`, `order`, `after`; `first_id`, `last_id`, `has_more`).',
+    ok: 'A page of items',
+    errors: [...session, 'response_not_found'],
+  },
+  'POST /v1/conversations': {
+    id: 'createOpenConversation',
+    description:
+      'Conversations API: creates a session of the agent named in `metadata.agent` (the other metadata keys are kept as the session metadata). A conversation starts empty: send its first message with `createResponse` and `conversation`.',
+    ok: 'The conversation',
+    errors: [...agent],
+  },
+  'GET /v1/conversations/{conversation_id}': {
+    id: 'getOpenConversation',
+    description: 'Reads a conversation: its session id, creation time and metadata (with `agent`).',
+    ok: 'The conversation',
+    errors: [...session],
+  },
+  'DELETE /v1/conversations/{conversation_id}': {
+    id: 'deleteOpenConversation',
+    description:
+      "Closes the conversation: its session is terminated and takes no more responses (409 `session_closed`). Its messages stay stored and readable, as a terminated session's do; deleting again answers the same.",
+    ok: 'The conversation, deleted',
+    errors: [...session],
+  },
+  'GET /v1/conversations/{conversation_id}/items': {
+    id: 'listOpenConversationItems',
+    description:
+      "A page of the conversation's items, its messages: the user's as `input_text`, `input_image` and `input_file` parts, the agent's as `output_text`. Newest first unless `order=asc`; `after` an item id; `limit` up to 100.",
+    ok: 'A page of items',
+    errors: [...session],
+  },
 };

@@ -11,7 +11,9 @@ import type { Store } from '../../store/store.ts';
 import { requireApiKey } from '../auth/api-key.ts';
 import { classify } from '../server/error-handler.ts';
 import { registerRateLimit } from '../server/rate-limit.ts';
+import { conversationRoutes } from './conversations.ts';
 import { responsesRoutes } from './routes.ts';
+import { storedResponseRoutes } from './stored.ts';
 
 export interface ResponsesFamilyOptions {
   store: Store;
@@ -34,7 +36,9 @@ export async function responsesFamily(
     key: (request) => `key:${request.apiKey?.id ?? request.ip}`,
     redis,
   });
-  await scope.register(responsesRoutes, { store, sessions, pingMs: config.ssePingMs });
+  await scope.register(responsesRoutes, { sessions, pingMs: config.ssePingMs });
+  await scope.register(storedResponseRoutes, { store, sessions });
+  await scope.register(conversationRoutes, { store, sessions });
 }
 
 /** OpenAI's error `type` for a status. */

@@ -104,7 +104,9 @@ class ResponseEvents {
     this.endText(response.status === 'incomplete' ? 'incomplete' : 'completed');
     const final = { ...response, output: this.output };
     if (final.status === 'completed') this.#emit({ type: 'response.completed', response: final });
-    else if (final.status === 'incomplete') this.#emit({ type: 'response.incomplete', response: final });
+    // A cancelled response is cut short, not failed: the text it wrote is stored as its reply.
+    else if (final.status === 'incomplete' || final.status === 'cancelled')
+      this.#emit({ type: 'response.incomplete', response: final });
     else this.#emit({ type: 'response.failed', response: final });
     this.sse.close();
   }

@@ -181,8 +181,8 @@ describe('the OpenAPI document', () => {
     const doc: Doc = JSON.parse(await servedDocument());
     for (const { key, op } of operationsOf(doc)) {
       const open = ['GET /healthz', 'GET /readyz', 'GET /metrics'].includes(key);
-      // The Open Responses routes take the API key either way (X-API-Key or Authorization: Bearer).
-      const ways = key.includes('/v1/responses') ? 2 : 1;
+      // The Open Responses and Conversations routes take the API key either way (X-API-Key or Authorization: Bearer).
+      const ways = /^\w+ \/v1\/(responses|conversations)/.test(key) ? 2 : 1;
       assert.deepEqual(op.security?.length, open ? 0 : ways, key);
     }
   });

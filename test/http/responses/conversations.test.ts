@@ -1,0 +1,116 @@
+// The Conversations API shape and the routes on one response, driven by the official `openai` package: a
+// conversation is a session of the agent in metadata.agent, its items are the session's messages, deleting
+// it closes the session, a response lists its input items, and cancelling a running response stops its turn.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import OpenAI from 'openai';
+import { itemList, responseObject } from '#schemas';
+import { allMessages, testAgents, textOf, useSessionApp } from '../../helpers/sessions.ts';
+
+let base = '';
+const t = useSessionApp({
+  agents: [...testAgents, { id: 'crawl', scripted: { token_delay_ms: 50 } }],
+  setUp: async (app) => {
+    base = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  },
+});
+const openai = () => new OpenAI({ apiKey: t.apiKey, baseURL: `${base}/v1`, maxRetries: 0 });
+
+test('conversations.create makes a session of the agent that responses then continue', async () => {
+  const client = openai();
+  const conversation = await client.conversations.create({ metadata: { agent: 'demo', ticket: 'T-1' } });
+  assert.equal(conversation.object, 'conversation');
+  const response = await client.responses.create({
+    model: 'demo',
+    input: 'hi',
+    conversation: conversation.id,
+  });
+  assert.equal(response.conversation?.id, conversation.id);
+  const read = await client.conversations.retrieve(conversation.id);
+  assert.deepEqual(read.metadata, { agent: 'demo', ticket: 'T-1' });
+  const stored = await allMessages(t, conversation.id);
+  assert.deepEqual(stored.map(textOf), ['hi', response.output_text]);
+});
+
+test('conversations.items.list pages the messages newest first, or oldest first with order asc', async () => {
+  const client = openai();
+  const conversation = await client.conversations.create({ metadata: { agent: 'demo' } });
+  for (const input of ['one', 'two'])
+    await client.responses.create({ model: 'demo', input, conversation: conversation.id });
+  const stored = await allMessages(t, conversation.id);
+  const newest = await client.conversations.items.list(conversation.id, { limit: 3 });
+  itemList.shape.data.parse(newest.data);
+  assert.deepEqual(
+    newest.data.map((item) => item.id),
+    stored
+      .map((m) => m.id)
+      .reverse()
+      .slice(0, 3),
+  );
+  assert.equal(newest.has_more, true);
+  const all = [];
+  for await (const item of client.conversations.items.list(conversation.id, { order: 'asc', limit: 1 }))
+    all.push(item);
+  assert.deepEqual(
+    all.map((item) => item.id),
+    stored.map((m) => m.id),
+  );
+  const [first] = all;
+  assert.ok(first?.type === 'message');
+  assert.deepEqual(first.content, [{ type: 'input_text', text: 'one' }]);
+});
+
+test('a response lists the user message it answered as its input items', async () => {
+  const client = openai();
+  const response = await client.responses.create({ model: 'demo', input: 'the question' });
+  const items = await client.responses.inputItems.list(response.id);
+  assert.equal(items.data.length, 1);
+  const [item] = items.data;
+  assert.ok(item?.type === 'message');
+  assert.deepEqual(item.content, [{ type: 'input_text', text: 'the question' }]);
+});
+
+test('deleting a conversation closes its session: it takes no more responses', async () => {
+  const client = openai();
+  const conversation = await client.conversations.create({ metadata: { agent: 'demo' } });
+  const deleted = await client.conversations.delete(conversation.id);
+  assert.deepEqual(deleted, { id: conversation.id, object: 'conversation.deleted', deleted: true });
+  await assert.rejects(
+    client.responses.create({ model: 'demo', input: 'hello?', conversation: conversation.id }),
+    (err) => err instanceof OpenAI.ConflictError && err.code === 'session_closed',
+  );
+});
+
+test('cancelling a streamed response that is running stops it; the response reads cancelled', async () => {
+  const client = openai();
+  const stream = await client.responses.create({
+    model: 'crawl',
+    input: 'a long answer please',
+    stream: true,
+  });
+  let id = '';
+  let sawText = false;
+  const types: string[] = [];
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === 'response.created') id = event.response.id;
+    if (event.type === 'response.output_text.delta' && !sawText) {
+      sawText = true;
+      const cancelled = await client.responses.cancel(id);
+      responseObject.parse(cancelled);
+      assert.equal(cancelled.status, 'cancelled');
+    }
+  }
+  assert.ok(sawText);
+  assert.equal(types.at(-1), 'response.incomplete');
+  const read = await client.responses.retrieve(id);
+  assert.equal(read.status, 'cancelled');
+});
+
+test('cancelling a finished response answers it as it is', async () => {
+  const client = openai();
+  const response = await client.responses.create({ model: 'demo', input: 'done' });
+  const again = await client.responses.cancel(response.id);
+  assert.equal(again.status, 'completed');
+  assert.deepEqual(again.output, response.output);
+});
