@@ -49,20 +49,40 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
   app.addHook('onRequest', async (request, reply) => {
     if (options.nodeHeader) reply.header(NODE_HEADER, coordinator.nodeId);
     const shard = shardOfRequest(request, coordinator);
-    if (shard === null) return;
+    if (shard !== null) await serveAtOwner(request, reply, shard, undefined);
+  });
+
+  // A route naming its session in the body is routed once the body is parsed, and forwarded as JSON again.
+  app.addHook('preValidation', async (request, reply) => {
+    const id = request.routeOptions.config.sessionOfBody?.(request.body);
+    if (typeof id === 'string' && id !== '') {
+      await serveAtOwner(request, reply, shardOf(id), Buffer.from(JSON.stringify(request.body)));
+    }
+  });
+
+  /**
+   * Relays the request to the owner of `shard`, unless this process owns it. `read`: the body when it was
+   * already read (and so can still be served here), undefined when it is unread.
+   */
+  async function serveAtOwner(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    shard: number,
+    read: Buffer | undefined,
+  ) {
     let route = coordinator.route(shard);
     if (route.kind === 'local') return;
     // A peer sent it here believing this process owns the shard: it does not, so the peer asks again.
     if (request.headers[HOP_HEADER]) throw new AppError('shard_not_owned');
 
     const replayable = !String(request.headers['content-type'] ?? '').startsWith('multipart/');
-    let body: Buffer | null | IncomingMessage | typeof CLIENT_GONE | undefined;
+    let body: Buffer | null | IncomingMessage | typeof CLIENT_GONE | undefined = read;
     let misdirectedBy: string | undefined;
     const deadline = Date.now() + OWNER_WAIT_MS;
     for (;;) {
       if (route.kind === 'local') {
-        // Unread, the request is served here after all; once forwarded, its body is gone.
-        if (body === undefined) return;
+        // Unread (or kept), the request is served here after all; once forwarded unread, its body is gone.
+        if (body === undefined || read !== undefined) return;
         throw shardMoving({ shard });
       }
       // No owner yet, or only the one that just said it is not: wait for the new owner, up to the deadline.
@@ -83,7 +103,7 @@ export function registerForwarding(app: FastifyInstance, options: ForwardingOpti
       misdirectedBy = route.node;
       route = await coordinator.refresh(shard);
     }
-  });
+  }
 }
 
 /** The shard a request must be served in, or null when any process can serve it. */

@@ -49,6 +49,18 @@ export function continuedSession(body: ResponseCreate): string | null {
   return parsed.sessionId;
 }
 
+/** The session a raw (unvalidated) body continues, for routing it to the session's owner; null if none. */
+export function continuedSessionOf(body: unknown): string | null {
+  if (typeof body !== 'object' || body === null) return null;
+  const { conversation, previous_response_id: previous } = body as Record<string, unknown>;
+  if (typeof conversation === 'string') return conversation;
+  if (typeof conversation === 'object' && conversation !== null) {
+    const { id } = conversation as Record<string, unknown>;
+    if (typeof id === 'string') return id;
+  }
+  return typeof previous === 'string' ? (parseResponseId(previous)?.sessionId ?? null) : null;
+}
+
 /** The request's input as the content of the user message, and where each block's file is named. */
 export function userContent(input: ResponseCreate['input']): {
   content: string | BlockInput[];

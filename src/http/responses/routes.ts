@@ -17,7 +17,7 @@ import { ValidationError } from '../../errors.ts';
 import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
 import { keyAuthorize } from '../auth/session-target.ts';
 import { createsSession } from '../server/route-config.ts';
-import { continuedSession, responseObject, userContent } from './mapping.ts';
+import { continuedSession, continuedSessionOf, responseObject, userContent } from './mapping.ts';
 import { streamResponse } from './stream.ts';
 
 interface Options {
@@ -46,7 +46,8 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (app, { ses
   app.post(
     '/v1/responses',
     {
-      config: createsSession,
+      // Continuing a session, it is served by the session's owner; starting one, where a session can be made.
+      config: { ...createsSession, sessionOfBody: continuedSessionOf },
       schema: {
         tags: ['responses'],
         summary: 'Create a response: send the input to the agent named by `model` (Open Responses)',

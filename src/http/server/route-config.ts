@@ -9,6 +9,8 @@ declare module 'fastify' {
     session?: 'session_id' | 'conversation_id';
     /** The session this route acts on, read from its path parameters when no parameter is the session id. */
     sessionOf?: (params: Record<string, string>) => string | null;
+    /** The session this route acts on, read from its parsed JSON body (routed before validation). */
+    sessionOfBody?: (body: unknown) => string | null;
     /** The route creates a session: served by a process that owns shards, where its id is drawn. */
     createsSession?: boolean;
     /** Byte limit of this route's upload, reported in a 413's context. */
