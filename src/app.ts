@@ -338,7 +338,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   }
   const turns = new LiveTurns();
   await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
-  await app.register(responsesFamily, { store, config, sessions, redis });
+  await app.register(responsesFamily, { store, config, sessions, redis, turns });
   const bounded = demo.bounds;
   await app.register(publicFamily, {
     prefix: PUBLIC_PREFIX,

@@ -1,5 +1,5 @@
 // The Open Responses routes in a cluster of processes sharing one store: a conversation started through one
-// process is continued, read, listed and cancelled through another, with the official `openai` package; each
+// process is continued, read, listed, cancelled and its stream resumed through another, with the official `openai` package; each
 // request is served by the owner of the session it names.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
@@ -43,4 +43,12 @@ test('a conversation started on one process goes on through a process that does 
   for await (const item of other.conversations.items.list(sessionId, { order: 'asc' })) items.push(item);
   assert.equal(items.length, 6);
   assert.equal((await other.responses.cancel(second.id)).status, 'completed');
+  // The stream again, from its first event on, through the process that did not run it.
+  const resumed = [];
+  for await (const event of await other.responses.retrieve(second.id, { stream: true, starting_after: 0 }))
+    resumed.push(event);
+  assert.equal(resumed[0]?.type, 'response.in_progress');
+  const last = resumed.at(-1);
+  assert.ok(last?.type === 'response.completed');
+  assert.deepEqual(last.response.output, read.output);
 });

@@ -108,3 +108,18 @@ export const itemListQuery = z.object({
 });
 
 export const responseParams = z.object({ response_id: z.string().max(420) });
+
+export const responseReadQuery = z.object({
+  stream: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .meta({ description: "`true`: the response's event stream again, after `starting_after`" }),
+  starting_after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: 'The sequence_number of the last event received' }),
+  include: z.union([z.string(), z.array(z.string())]).optional(),
+});

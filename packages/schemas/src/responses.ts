@@ -358,3 +358,13 @@ export const responseCreated = {
     'text/event-stream': { schema: responseStreamEvent.meta({ id: 'ResponseStreamEvent' }) },
   },
 };
+
+/** The 200 of `GET /v1/responses/{id}`: the response object, or with `stream=true` its events again. */
+export const responseResumed = {
+  description:
+    'The response object; with `stream=true`, its event stream after `starting_after` (live while it runs, replayed once finished)',
+  content: {
+    'application/json': { schema: responseObject },
+    'text/event-stream': { schema: responseStreamEvent },
+  },
+};

@@ -14,7 +14,7 @@ export const responseOperationDocs: Record<string, OperationDoc> = {
   'GET /v1/responses/{response_id}': {
     id: 'getResponse',
     description:
-      'Reads a response as it is stored: the turn its id names, with its tool calls as `function_call` and `function_call_output` items and its reply as a `message` item.',
+      'Reads a response as it is stored: the turn its id names, with its tool calls as `function_call` and `function_call_output` items and its reply as a `message` item. With `stream=true`, its event stream again after `starting_after` (the `sequence_number` of the last event received): followed live while the turn runs, replayed from the store once it is finished, numbered alike.',
     ok: 'The response object',
     errors: [...session, 'response_not_found'],
   },

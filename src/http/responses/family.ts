@@ -11,6 +11,7 @@ import type { Store } from '../../store/store.ts';
 import { requireApiKey } from '../auth/api-key.ts';
 import { classify } from '../server/error-handler.ts';
 import { registerRateLimit } from '../server/rate-limit.ts';
+import type { LiveTurns } from '../turns/log.ts';
 import { conversationRoutes } from './conversations.ts';
 import { responsesRoutes } from './routes.ts';
 import { storedResponseRoutes } from './stored.ts';
@@ -20,11 +21,13 @@ export interface ResponsesFamilyOptions {
   config: Config;
   sessions: SessionService;
   redis?: Redis;
+  /** This process's streamed turns (shared with the other families), which a dropped client may resume. */
+  turns: LiveTurns;
 }
 
 export async function responsesFamily(
   scope: FastifyInstance,
-  { store, config, sessions, redis }: ResponsesFamilyOptions,
+  { store, config, sessions, redis, turns }: ResponsesFamilyOptions,
 ) {
   scope.addHook('onRoute', (route) => {
     route.schema = { ...route.schema, security: [{ apiKey: [] }, { bearerApiKey: [] }] };
@@ -36,8 +39,8 @@ export async function responsesFamily(
     key: (request) => `key:${request.apiKey?.id ?? request.ip}`,
     redis,
   });
-  await scope.register(responsesRoutes, { sessions, pingMs: config.ssePingMs });
-  await scope.register(storedResponseRoutes, { store, sessions });
+  await scope.register(responsesRoutes, { store, sessions, pingMs: config.ssePingMs, turns });
+  await scope.register(storedResponseRoutes, { store, sessions, pingMs: config.ssePingMs, turns });
   await scope.register(conversationRoutes, { store, sessions });
 }
 

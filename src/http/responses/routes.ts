@@ -14,18 +14,26 @@ import {
 import type { TurnObserver } from '../../actors/operation-context.ts';
 import type { SessionService } from '../../actors/session-service.ts';
 import { ValidationError } from '../../errors.ts';
+import type { Store } from '../../store/store.ts';
 import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
 import { keyAuthorize } from '../auth/session-target.ts';
 import { createsSession } from '../server/route-config.ts';
+import type { LiveTurns } from '../turns/log.ts';
+import { streamTurn } from '../turns/stream.ts';
 import { continuedSession, continuedSessionOf, responseObject, userContent } from './mapping.ts';
-import { streamResponse } from './stream.ts';
+import { answerWithResponses } from './stream.ts';
 
 interface Options {
+  store: Store;
+  turns: LiveTurns;
   sessions: SessionService;
   pingMs: number;
 }
 
-export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (app, { sessions, pingMs }) => {
+export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
+  app,
+  { store, sessions, pingMs, turns },
+) => {
   /** The session the request speaks in: the one it continues (of the agent it names), or a new one. */
   const sessionFor = async (request: FastifyRequest, body: ResponseCreate) => {
     const tenantId = tenantOf(request);
@@ -82,7 +90,21 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (app, { ses
         previousResponseId: body.previous_response_id ?? null,
         metadata: body.metadata ?? null,
       };
-      if (body.stream) return streamResponse(reply, { facts, run: send, log: request.log, pingMs });
+      if (body.stream) {
+        return streamTurn(reply, {
+          sessionId,
+          run: send,
+          store,
+          turns,
+          log: request.log,
+          pingMs,
+          view: (m) => m,
+          showTools: true,
+          allApprovals: true,
+          answer: (to, log, after, replayed) =>
+            answerWithResponses(to, log, { facts, after, pingMs, replayed }),
+        });
+      }
       const result = await send();
       if (result.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(200).send(responseObject({ ...facts, turnId: result.turn_id }, result));

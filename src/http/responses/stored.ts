@@ -7,6 +7,8 @@ import {
   itemListQuery,
   openAiErrors,
   responseParams,
+  responseReadQuery,
+  responseResumed,
   responseObject as responseSchema,
 } from '#schemas';
 import { publicMessage } from '../../actors/public-message.ts';
@@ -15,12 +17,17 @@ import { AppError } from '../../errors.ts';
 import type { MessageRecord, SessionRecord, Store } from '../../store/store.ts';
 import { tenantOf } from '../auth/api-key.ts';
 import { keyAuthorize } from '../auth/session-target.ts';
+import type { LiveTurns } from '../turns/log.ts';
+import { turnLogOf } from '../turns/resume.ts';
 import { itemOf, itemPage } from './items.ts';
 import { parseResponseId, responseObject } from './mapping.ts';
+import { answerWithResponses } from './stream.ts';
 
 interface Options {
   store: Store;
   sessions: SessionService;
+  pingMs: number;
+  turns: LiveTurns;
 }
 
 const responseNotFound = (id: string) =>
@@ -31,7 +38,10 @@ const config = {
   sessionOf: (params: Record<string, string>) => parseResponseId(params.response_id ?? '')?.sessionId ?? null,
 };
 
-export const storedResponseRoutes: FastifyPluginAsyncZod<Options> = async (app, { store, sessions }) => {
+export const storedResponseRoutes: FastifyPluginAsyncZod<Options> = async (
+  app,
+  { store, sessions, pingMs, turns },
+) => {
   /** The session and the stored messages of the turn a response id names; 404 when there is none. */
   const turnOf = async (request: FastifyRequest, id: string) => {
     const named = parseResponseId(id);
@@ -52,12 +62,25 @@ export const storedResponseRoutes: FastifyPluginAsyncZod<Options> = async (app, 
       config,
       schema: {
         tags: ['responses'],
-        summary: 'Read a response (a turn) as it is stored',
+        summary: 'Read a response (a turn) as it is stored, or with stream=true resume its event stream',
         params: responseParams,
-        response: { 200: responseSchema, ...openAiErrors },
+        querystring: responseReadQuery,
+        response: { 200: responseResumed, ...openAiErrors },
       },
     },
-    async (request) => storedResponse(await turnOf(request, request.params.response_id)),
+    async (request, reply) => {
+      const turn = await turnOf(request, request.params.response_id);
+      if (!request.query.stream) return storedResponse(turn);
+      // The stream again, after `starting_after`: followed live while the owner runs the turn, else rebuilt.
+      const { session, turnId, messages } = turn;
+      const log = await turnLogOf({ store, sessions, turns }, session, turnId);
+      if (!log) throw responseNotFound(request.params.response_id);
+      return answerWithResponses(reply, log, {
+        facts: factsOf(session, messages),
+        after: request.query.starting_after ?? null,
+        pingMs,
+      });
+    },
   );
 
   app.post(
@@ -107,19 +130,23 @@ function storedResponse({
   turnId: string;
   messages: MessageRecord[];
 }) {
-  const [first] = messages;
   const reply = messages.findLast((m) => m.role === 'assistant');
   return responseObject(
-    {
-      sessionId: session.id,
-      turnId,
-      agentId: session.agent_id,
-      createdAt: Math.floor(Date.parse(first?.created_at ?? session.created_at) / 1000),
-      previousResponseId: null,
-      metadata: stringMetadata(first?.metadata ?? null),
-    },
+    { ...factsOf(session, messages), turnId },
     { agent_message: reply ? publicMessage(reply) : null },
   );
+}
+
+/** What a stored turn's response says of itself, beyond its output. */
+function factsOf(session: SessionRecord, messages: MessageRecord[]) {
+  const [first] = messages;
+  return {
+    sessionId: session.id,
+    agentId: session.agent_id,
+    createdAt: Math.floor(Date.parse(first?.created_at ?? session.created_at) / 1000),
+    previousResponseId: null,
+    metadata: stringMetadata(first?.metadata ?? null),
+  };
 }
 
 /** The user message's metadata as a response shows it: string values only. */

@@ -8,6 +8,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authErrors, sseResponse } from '#schemas';
 import { AppError, ValidationError } from '../../errors.ts';
+import type { SessionRecord } from '../../store/store.ts';
+import type { TurnLog } from './log.ts';
 import { storedTurn } from './replay.ts';
 import type { SendFamily, SendOptions } from './send.ts';
 import { answerWithLog } from './stream.ts';
@@ -38,8 +40,7 @@ export function registerResumeRoute(
     async (request, reply) => {
       const target = family.target(request, request.params[family.param] ?? '');
       const session = await sessions.getSession(target.tenantId, target.sessionId, target.authorize);
-      const paused = (await sessions.pausedTurnId(target.sessionId)) === request.params.turn_id;
-      const turnId = request.params.turn_id;
+      const turnId = request.params.turn_id ?? '';
       const header = request.headers['last-event-id'];
       const after =
         header !== undefined
@@ -47,15 +48,7 @@ export function registerResumeRoute(
           : request.query.after !== undefined
             ? seqOf(request.query.after, turnId, ['query', 'after'])
             : null;
-      const log =
-        turns.get(target.sessionId, turnId) ??
-        (await storedTurn(store, {
-          sessionId: target.sessionId,
-          turnId,
-          sessionStatus: session.status,
-          failure: turns.failure(target.sessionId, turnId),
-          paused,
-        }));
+      const log = await turnLogOf({ store, sessions, turns }, session, turnId);
       if (!log)
         throw new AppError('turn_not_found', undefined, {
           context: { [family.param]: target.sessionId, turn_id: turnId },
@@ -70,6 +63,24 @@ export function registerResumeRoute(
         pingMs,
       });
     },
+  );
+}
+
+/** A turn's log: followed live while this process runs it, else rebuilt from the store; null if none. */
+export async function turnLogOf(
+  { store, sessions, turns }: Pick<SendOptions, 'store' | 'sessions' | 'turns'>,
+  session: SessionRecord,
+  turnId: string,
+): Promise<TurnLog | null> {
+  return (
+    turns.get(session.id, turnId) ??
+    storedTurn(store, {
+      sessionId: session.id,
+      turnId,
+      sessionStatus: session.status,
+      failure: turns.failure(session.id, turnId),
+      paused: (await sessions.pausedTurnId(session.id)) === turnId,
+    })
   );
 }
 

@@ -32,6 +32,8 @@ export interface TurnStreamOptions<R extends SendResult = SendResult> extends Vi
    * the pause it decided. Given the log it answers with, and the result when nothing ran now.
    */
   startAfter?(log: TurnLog, result: R | null): number | null;
+  /** Answers with the log in another protocol (the Open Responses events); default Parley's own events. */
+  answer?(reply: FastifyReply, log: TurnLog, after: number | null, replayed: boolean): FastifyReply;
 }
 
 /**
@@ -52,7 +54,11 @@ export function streamTurn<R extends SendResult>(
     const answer = (log: TurnLog, replayed: boolean, result: R | null) => {
       answered = true;
       const after = options.startAfter?.(log, result) ?? null;
-      resolve(answerWithLog(reply, log, { ...options, after }, replayed));
+      resolve(
+        options.answer
+          ? options.answer(reply, log, after, replayed)
+          : answerWithLog(reply, log, { ...options, after }, replayed),
+      );
     };
     live.follow(() => {
       if (!answered && live.hasStarted) answer(live, false, null);
