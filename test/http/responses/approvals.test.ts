@@ -1,0 +1,70 @@
+// A response whose agent calls a tool that must be approved, read with the official `openai` package: the
+// plain answer reads `in_progress` with the calls made so far, the stream ends with response.incomplete
+// (reason awaiting_approval), and once the call is decided on the approvals route (the turn is the one the
+// response id names) the same response reads completed.
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import OpenAI from 'openai';
+import { responseObject } from '#schemas';
+import { useApp } from '../../helpers/app.ts';
+import { approvalAgents, call } from '../../helpers/approvals.ts';
+import { buildSessionApp, testAgents } from '../../helpers/sessions.ts';
+import { startToolReceiver } from '../../helpers/tool-receiver.ts';
+
+let base = '';
+// Stopped when the file ends (an `after` registered inside `before` would run right after it).
+const stops: (() => unknown)[] = [];
+const suite = { after: (fn: () => unknown) => void stops.push(fn) };
+after(async () => {
+  for (const stop of stops) await stop();
+});
+const t = useApp(async () => {
+  const receiver = await startToolReceiver(suite);
+  const app = await buildSessionApp({}, [...testAgents, ...approvalAgents(receiver.url)]);
+  base = await app.app.listen({ port: 0, host: '127.0.0.1' });
+  return app;
+});
+const openai = () => new OpenAI({ apiKey: t.apiKey, baseURL: `${base}/v1`, maxRetries: 0 });
+
+test('a response waiting for an approval reads in_progress, and completed once the call is decided', async () => {
+  const client = openai();
+  const waiting = await client.responses.create({ model: 'shop', input: call('refund', 'order 7') });
+  responseObject.parse(waiting);
+  assert.equal(waiting.status, 'in_progress');
+  const [sessionId, turnId] = waiting.id.replace(/^resp_/, '').split('.');
+  const pending = await t.app.inject({
+    method: 'GET',
+    url: `/v1/agents/sessions/${sessionId}`,
+    headers: { 'x-api-key': t.apiKey },
+  });
+  const [approval] = pending.json().pending_approvals as { call_id: string }[];
+  assert.ok(approval);
+  const decided = await t.app.inject({
+    method: 'POST',
+    url: `/v1/agents/sessions/${sessionId}/turns/${turnId}/approvals`,
+    headers: { 'x-api-key': t.apiKey },
+    payload: { decisions: [{ call_id: approval.call_id, approved: true }] },
+  });
+  assert.equal(decided.statusCode, 201, decided.body);
+  const done = await client.responses.retrieve(waiting.id);
+  assert.equal(done.status, 'completed');
+  assert.deepEqual(
+    done.output.map((item) => item.type),
+    ['function_call', 'function_call_output', 'message'],
+  );
+
+  const stream = await client.responses.create({
+    model: 'shop',
+    input: call('refund', 'order 8'),
+    conversation: sessionId ?? '',
+    stream: true,
+  });
+  const types: string[] = [];
+  let reason: string | undefined;
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === 'response.incomplete') reason = event.response.incomplete_details?.reason;
+  }
+  assert.equal(types.at(-1), 'response.incomplete');
+  assert.equal(reason, 'awaiting_approval');
+});
