@@ -134,8 +134,26 @@ function checkResponse(req: FuzzRequest, res: LightMyRequestResponse): void {
     return;
   }
   const body = parseBody(res, where);
-  if (res.statusCode === 422) checkValidationBody(body, where);
+  if (onOpenResponses(fill(req.url))) checkOpenAiEnvelope(body, where);
+  else if (res.statusCode === 422) checkValidationBody(body, where);
   else checkEnvelope(res, body, requestId, where);
+}
+
+/**
+ * Whether a URL lands on the Open Responses routes, which answer every error in OpenAI's envelope; as a client
+ * resolves it (`/v1/agents/%2e%2e/conversations` is `/v1/conversations`).
+ */
+const onOpenResponses = (url: string) => {
+  try {
+    return /^\/v1\/(responses|conversations)(\/|$)/.test(new URL(url, 'http://parley.test').pathname);
+  } catch {
+    return false;
+  }
+};
+
+function checkOpenAiEnvelope(body: unknown, where: string): void {
+  assert.ok(isPlainObject(body) && isPlainObject(body.error), `no OpenAI error envelope: ${where}`);
+  assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message', 'param', 'type'], where);
 }
 
 export async function send(req: FuzzRequest): Promise<LightMyRequestResponse> {

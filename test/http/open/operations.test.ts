@@ -92,9 +92,11 @@ describe('/openapi.json', () => {
       for (const [method, operation] of Object.entries(operations)) {
         const expected = path.startsWith('/v1/agents')
           ? [{ apiKey: [] }]
-          : path.startsWith('/v1/public')
-            ? [{ sessionToken: [] }]
-            : []; // the operations routes say outright that they take no credential
+          : /^\/v1\/(responses|conversations)/.test(path)
+            ? [{ apiKey: [] }, { bearerApiKey: [] }]
+            : path.startsWith('/v1/public')
+              ? [{ sessionToken: [] }]
+              : []; // the operations routes say outright that they take no credential
         assert.deepEqual(operation.security, expected, `security of ${method} ${path}`);
       }
     }
