@@ -121,6 +121,28 @@ describe('the widget with approvals and cancel', { skip: browserSkip }, () => {
     assert.deepEqual(callsOf(id), []);
   });
 
+  it('Stop while a call waits cancels the turn: the call never runs, its card says so, and the text so far stays', async (t) => {
+    const page = await browser.page(t);
+    const { chat, input, id, token } = await openDemo(page);
+    await input.fill(ASK);
+    await input.press('Enter');
+    const card = chat.getByRole('group', { name: 'Allow send invoice?' });
+    await card.waitFor();
+    await chat.getByRole('button', { name: 'Stop the reply' }).click();
+    await card.getByText('Not run').waitFor();
+    assert.equal(await card.getByRole('button').count(), 0);
+    const stopped = chat.locator('.msg.assistant[data-stopped]');
+    await stopped.waitFor();
+    await sendButton(chat).waitFor();
+    const stored = (await publicClient(demo, id, token).get('/messages')).json().items;
+    assert.equal(stored.length, 2);
+    assert.equal(stored[1].stop_reason, 'cancelled');
+    const storedText = stored[1].content.map((b: { text?: string }) => b.text ?? '').join('');
+    assert.equal((await stopped.locator('.text').allTextContents()).join(''), storedText);
+    assert.deepEqual(callsOf(id), []);
+    assert.deepEqual((await publicClient(demo, id, token).get('')).json().pending_approvals, []);
+  });
+
   it('shows the waiting call again after a reload, and goes on when approved there', async (t) => {
     const page = await browser.page(t);
     const { chat, input, id } = await openDemo(page);

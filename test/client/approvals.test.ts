@@ -7,6 +7,7 @@ import { after, describe, it } from 'node:test';
 import { type AnyTurnEvent, ParleyConversation, ParleyError } from '#client';
 import { useApp } from '../helpers/app.ts';
 import { buildApprovalApp, call, callsOf } from '../helpers/approvals.ts';
+import { forward, startProxy } from '../helpers/http-proxy.ts';
 import type { ToolReceiver } from '../helpers/tool-receiver.ts';
 import { baseUrl, collect, deltaText, keyClient, listen, mergeDeltas } from './helpers.ts';
 
@@ -136,6 +137,36 @@ describe('approvals with an API key', () => {
       calls(session.id).map((r) => r.body?.tool),
       ['email'],
     );
+  });
+
+  it('resumes a decision stream cut mid-way after its last event, and sends the decision again when the first connection drops', async () => {
+    let cut = 0;
+    const proxy = await startProxy(baseUrl(t), (req) => {
+      if (!req.url.endsWith('/approvals')) return forward;
+      cut++;
+      // The first decision's connection drops before any answer; the second's is cut after 3 events.
+      return cut === 1 ? { kind: 'drop' } : cut === 2 ? { kind: 'cut-after-events', events: 3 } : forward;
+    });
+    try {
+      const api = keyClient(t, { baseUrl: proxy.url });
+      const session = await api.createSession('shop-slow');
+      const first = api.streamMessage(session.id, `${LONG_TEXT} ${call('email', 'e4')}`);
+      const paused = (await collect(first)).at(-1);
+      assert.ok(paused?.event === 'turn.awaiting_approval');
+      const turnId = first.turnId ?? '';
+      const decisions = [{ call_id: paused.data.approvals[0]?.call_id ?? '', approved: true }];
+      const rest = await collect(api.streamDecision(session.id, turnId, decisions));
+      assert.equal(rest.at(-1)?.event, 'turn.completed');
+      const approvals = proxy.requests.filter((r) => r.url.endsWith('/approvals'));
+      assert.equal(approvals.length, 2, 'sent again once, after the drop');
+      const resumes = proxy.requests.filter((r) => r.url.includes(`/turns/${turnId}/events`));
+      assert.equal(resumes[0]?.headers['last-event-id'], rest[2]?.id);
+      const undisturbed = await collect(keyClient(t).resumeTurn(session.id, turnId, { after: paused.id }));
+      assert.deepEqual(mergeDeltas(rest), mergeDeltas(undisturbed));
+      assert.equal(calls(session.id).length, 1, 'the approved call ran once');
+    } finally {
+      await proxy.close();
+    }
   });
 
   it('cancelTurn() stops a running turn: its stream ends with turn.cancelled after the text written so far', async () => {

@@ -41,9 +41,14 @@ const toolLabel = (tool: string) => tool.replace(/__/g, ' › ').replace(/_/g, '
 
 export type Decide = (approval: Approval, approved: boolean) => void;
 
+interface Card {
+  el: HTMLElement;
+  buttons: HTMLButtonElement[];
+}
+
 /** The cards of the paused turn, by call id, in the log after the turn's messages. */
 export class ApprovalCards {
-  readonly #cards = new Map<string, { el: HTMLElement; buttons: HTMLButtonElement[] }>();
+  readonly #cards = new Map<string, Card>();
   readonly #decide: Decide;
 
   constructor(decide: Decide) {
@@ -87,26 +92,30 @@ export class ApprovalCards {
   /** Marks the call decided (its buttons go, a line says what was decided). */
   decided(callId: string, approved: boolean): void {
     const card = this.#cards.get(callId);
-    if (!card) return;
-    card.el.dataset.state = approved ? 'approved' : 'denied';
-    for (const b of card.buttons) b.remove();
-    card.buttons = [];
-    card.el.append(h('p', { class: 'outcome', part: 'approval-outcome' }, approved ? 'Approved' : 'Denied'));
+    if (card) this.#settle(card, approved ? 'approved' : 'denied', approved ? 'Approved' : 'Denied');
   }
 
-  /** The turn ended (or the widget restarts): the cards stay in the log as a record, none waits any more. */
+  /**
+   * The turn ended (or the widget restarts, `remove`): the cards stay in the log as a record, and a call still
+   * waiting (the turn was stopped or ended) says it did not run.
+   */
   clear(remove = false): void {
     for (const card of this.#cards.values()) {
       if (remove) card.el.remove();
-      else if (card.el.dataset.state === 'waiting') {
-        card.el.dataset.state = 'expired';
-        for (const b of card.buttons) b.remove();
-      }
+      else if (card.el.dataset.state === 'waiting') this.#settle(card, 'ended', 'Not run');
     }
     this.#cards.clear();
   }
 
-  #card(approval: Approval): { el: HTMLElement; buttons: HTMLButtonElement[] } {
+  #settle(card: Card, state: string, outcome: string): void {
+    card.el.dataset.state = state;
+    card.el.removeAttribute('aria-busy');
+    for (const b of card.buttons) b.remove();
+    card.buttons = [];
+    card.el.append(h('p', { class: 'outcome', part: 'approval-outcome' }, outcome));
+  }
+
+  #card(approval: Approval): Card {
     const name = toolLabel(approval.tool);
     const titleId = `parley-approval-${approval.call_id}`;
     const lines = summarize(approval.input);
