@@ -159,6 +159,40 @@ describe('the widget with approvals and cancel', { skip: browserSkip }, () => {
     assert.equal(callsOf(id).length, 1);
   });
 
+  it('after a reload, goes past a pause decided elsewhere meanwhile and shows the call the turn waits for now', async (t) => {
+    const page = await browser.page(t);
+    const { chat, input, id, token } = await openDemo(page);
+    // Two steps, each with a call to approve.
+    const second = JSON.stringify({ order: 'A-2000' });
+    await input.fill(`${ASK} [[tool@2:send_invoice ${second}]]`);
+    await input.press('Enter');
+    const firstCard = chat.getByRole('group', { name: 'Allow send invoice?' });
+    await firstCard.waitFor();
+    const callId = (await firstCard.getAttribute('data-call-id')) ?? '';
+    // The tab remembers its turn for a reload: the turn's id, which the test decides with from outside.
+    const remembered = await page.evaluate(() =>
+      Object.keys(sessionStorage).map((key) => sessionStorage.getItem(key) ?? ''),
+    );
+    const turnId: string = JSON.parse(remembered.find((v) => v.includes('turn_')) ?? '{}').turnId;
+    await page.reload();
+    const decided = await publicClient(demo, id, token).post(`/turns/${turnId}/approvals`, {
+      decisions: [{ call_id: callId, approved: true }],
+    });
+    assert.equal(decided.statusCode, 202, decided.body);
+    await reopen(page, id, token);
+    // The first call's card is gone; the second's waits, and goes on when approved.
+    const card = chat.getByRole('group', { name: 'Allow send invoice?' });
+    await waitFor(
+      'the second call is shown',
+      async () => (await card.locator('dd').first().textContent()) === 'A-2000',
+    );
+    assert.equal(await card.count(), 1);
+    await card.getByRole('button', { name: 'Approve send invoice' }).click();
+    await chat.locator('.msg.assistant .text', { hasText: 'Tools: send_invoice ok' }).waitFor();
+    await sendButton(chat).waitFor();
+    assert.equal(callsOf(id).length, 2);
+  });
+
   it('turns Send into Stop while a turn runs: Stop cancels a slow turn, and its text stays, marked as stopped', async (t) => {
     const page = await browser.page(t);
     const { chat, input, id, token } = await openDemo(page);

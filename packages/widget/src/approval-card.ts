@@ -60,6 +60,11 @@ export class ApprovalCards {
     return [...this.#cards.values()].some((c) => c.el.dataset.state === 'waiting');
   }
 
+  /** The calls of the cards still waiting for the user. */
+  shown(): string[] {
+    return [...this.#cards].flatMap(([id, card]) => (card.el.dataset.state === 'waiting' ? [id] : []));
+  }
+
   /**
    * Shows the calls that wait (those already shown keep their card); a card of a call no longer listed and
    * not decided here is taken away (decided elsewhere, or expired).

@@ -7,7 +7,7 @@
 // the end controls have files of their own.
 // Moved in the page (disconnected, then connected again) or reloaded, it reloads the conversation and resumes
 // the reply that was arriving, or shows again the calls the turn waits for.
-import { type ParleyConversation, ParleyError } from '@parley/client';
+import { type Approval, type ParleyConversation, ParleyError } from '@parley/client';
 import { ChatView } from './chat-view.ts';
 import { Composer, type Pending } from './composer.ts';
 import { connect, conversationKey, type LiveTurn, rememberedTurn, rememberTurn } from './connect.ts';
@@ -169,7 +169,7 @@ export class ParleyChat extends HTMLElement {
       const last = page.items.at(-1);
       const mine = this.#view.log.lastElementChild;
       if (interrupted && last?.id === interrupted.userMessageId && mine instanceof HTMLElement) {
-        return await this.#follow(conv, interrupted, mine, life.signal);
+        return await this.#follow(conv, interrupted, mine, life.signal, record.pending_approvals);
       }
       rememberTurn(this, null);
       // Waiting for calls whose turn this tab never saw (another tab or device): they are decided there.
@@ -187,11 +187,20 @@ export class ParleyChat extends HTMLElement {
     turn: LiveTurn,
     mine: HTMLElement,
     life: AbortSignal,
+    pending: readonly Approval[],
   ): Promise<void> {
     this.#busy = true;
     this.#composer.send.disabled = true;
     try {
-      await this.#control.render(conv.resume(turn.turnId, { signal: life }), mine);
+      let events = conv.resume(turn.turnId, { signal: life });
+      await this.#control.render(events, mine);
+      // A pause whose calls were decided meanwhile (in another tab): the turn went on, and so does its replay.
+      while (this.#control.passed(pending)) {
+        const after = events.lastEventId;
+        events = conv.resume(turn.turnId, { after, signal: life });
+        await this.#control.goOn(events);
+        if (events.lastEventId === after) break;
+      }
     } catch (err) {
       if (!life.aborted) this.#fail(err);
     } finally {

@@ -73,6 +73,24 @@ export class TurnControl {
     return this.#view.render(events);
   }
 
+  /** Renders a further stream of the turn under way (a resume after its pause) into the same reply. */
+  goOn(events: AsyncIterable<TurnEvent>): Promise<void> {
+    return this.#view?.render(events) ?? Promise.resolve();
+  }
+
+  /**
+   * Whether the turn shown paused, but its cards name calls that no longer wait (`pending`, as the record
+   * lists them): then they were decided elsewhere and the turn went past this pause. Only what still waits
+   * stays shown.
+   */
+  passed(pending: readonly Approval[]): boolean {
+    if (!this.#paused) return false;
+    const waiting = new Set(pending.map((a) => a.call_id));
+    const stale = this.#cards.shown().some((id) => !waiting.has(id));
+    if (stale) this.#cards.show(pending, this.#host.log);
+    return stale;
+  }
+
   /** After a stream of the turn: it is over, or it waits for decisions (then the user's to decide or stop). */
   partEnded(): void {
     if (this.#paused) this.#cards.busy(false);
