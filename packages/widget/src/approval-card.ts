@@ -55,11 +55,6 @@ export class ApprovalCards {
     this.#decide = decide;
   }
 
-  /** Whether a card still waits for the user. */
-  get waiting(): boolean {
-    return [...this.#cards.values()].some((c) => c.el.dataset.state === 'waiting');
-  }
-
   /** The calls of the cards still waiting for the user. */
   shown(): string[] {
     return [...this.#cards].flatMap(([id, card]) => (card.el.dataset.state === 'waiting' ? [id] : []));
@@ -124,14 +119,20 @@ export class ApprovalCards {
     const name = toolLabel(approval.tool);
     const titleId = `parley-approval-${approval.call_id}`;
     const lines = summarize(approval.input);
-    const approve = h(
-      'button',
-      { type: 'button', class: 'primary', part: 'approve-button', 'aria-label': `Approve ${name}` },
-      'Approve',
-    );
-    const deny = h('button', { type: 'button', part: 'deny-button', 'aria-label': `Deny ${name}` }, 'Deny');
-    approve.addEventListener('click', () => this.#decide(approval, true));
-    deny.addEventListener('click', () => this.#decide(approval, false));
+    const button = (approved: boolean, label: string) =>
+      h(
+        'button',
+        {
+          type: 'button',
+          class: approved ? 'primary' : undefined,
+          part: `${label.toLowerCase()}-button`,
+          'aria-label': `${label} ${name}`,
+          onclick: () => this.#decide(approval, approved),
+        },
+        label,
+      );
+    const approve = button(true, 'Approve');
+    const deny = button(false, 'Deny');
     const el = h(
       'div',
       {
@@ -141,7 +142,7 @@ export class ApprovalCards {
         'aria-labelledby': titleId,
         'data-state': 'waiting',
       },
-      h('p', { class: 'title', id: titleId }, 'Allow ', h('strong', {}, name), '?'),
+      h('p', { id: titleId }, 'Allow ', h('strong', {}, name), '?'),
       lines.length === 0
         ? null
         : h(
