@@ -30,7 +30,7 @@ const KNOWN_EVENTS: Record<AnyTurnEvent['event'], true> = {
 const known = new Set(Object.keys(KNOWN_EVENTS));
 
 /** The events after which the server ends the stream: the turn ended, or waits for decisions. */
-const LAST_EVENTS = new Set<string>([
+const LAST_EVENTS = new Set<AnyTurnEvent['event']>([
   'turn.completed',
   'turn.failed',
   'turn.cancelled',
