@@ -159,6 +159,24 @@ describe('the widget with approvals and cancel', { skip: browserSkip }, () => {
     assert.equal(callsOf(id).length, 1);
   });
 
+  it('shows the waiting call in another tab that opens the conversation, and goes on when approved there', async (t) => {
+    const first = await browser.page(t);
+    const { chat, input, id, token } = await openDemo(first);
+    await input.fill(ASK);
+    await input.press('Enter');
+    await chat.getByRole('group', { name: 'Allow send invoice?' }).waitFor();
+    // Another tab (its storage its own) opens the same conversation: the record's pending approval names the
+    // turn, which it follows.
+    const other = await browser.page(t);
+    await other.goto(`${demo.url}/demo`);
+    await reopen(other, id, token);
+    const otherChat = other.locator('parley-chat');
+    const card = otherChat.getByRole('group', { name: 'Allow send invoice?' });
+    await card.getByRole('button', { name: 'Approve send invoice' }).click();
+    await otherChat.locator('.msg.assistant .text', { hasText: 'Tools: send_invoice ok' }).waitFor();
+    assert.equal(callsOf(id).length, 1);
+  });
+
   it('after a reload, goes past a pause decided elsewhere meanwhile and shows the call the turn waits for now', async (t) => {
     const page = await browser.page(t);
     const { chat, input, id, token } = await openDemo(page);

@@ -166,15 +166,22 @@ export class ParleyChat extends HTMLElement {
       if (record.status !== 'active') return this.#showEnded(record.status, false);
       this.#setEnabled(true);
       // The interrupted turn's message is the newest stored: its reply is not, so the turn is followed again.
+      // So is a turn waiting for decisions that this tab never saw (sent in another tab or on another device).
       const last = page.items.at(-1);
       const mine = this.#view.log.lastElementChild;
-      if (interrupted && last?.id === interrupted.userMessageId && mine instanceof HTMLElement) {
-        return await this.#follow(conv, interrupted, mine, life.signal, record.pending_approvals);
+      const waiting = record.pending_approvals[0];
+      const turn =
+        interrupted?.userMessageId === last?.id
+          ? interrupted
+          : waiting && {
+              conversation: conversationKey(this),
+              turnId: waiting.turn_id,
+              userMessageId: last?.id,
+            };
+      if (turn && last?.id === turn.userMessageId && mine instanceof HTMLElement) {
+        return await this.#follow(conv, turn, mine, life.signal, record.pending_approvals);
       }
       rememberTurn(this, null);
-      // Waiting for calls whose turn this tab never saw (another tab or device): they are decided there.
-      if (record.pending_approvals.length > 0)
-        this.#view.notice.textContent = 'A tool call waits for approval.';
       this.#idle.restart();
     } catch (err) {
       if (!life.signal.aborted) this.#fail(err);
