@@ -24,17 +24,24 @@ export class TurnActions {
 
   /**
    * Decisions on the calls turn `turnId` waits for, by `by`'s family; answers like a send once they are
-   * committed (docs/internals/decisions.md#approvals).
+   * committed (docs/internals/decisions.md#approvals). A null `turnId` is the session's paused turn (an AI SDK
+   * chat names only the calls): without one, no call waits.
    */
   async decide(
     tenantId: string,
     sessionId: string,
-    turnId: string,
+    turnId: string | null,
     decisions: Decision[],
     options: { authorize: Authorize; by: Approver; observer?: TurnObserver },
   ): Promise<DecideResult & { session_status: SessionStatus }> {
     const entry = await this.entryOf(tenantId, sessionId, options.authorize);
-    const payload = { turnId, by: options.by, decisions };
+    const paused = turnId ?? entry.actor.getSnapshot().context.paused?.turnId;
+    if (paused === undefined) {
+      throw new AppError('approval_not_pending', undefined, {
+        context: { turn_id: null, call_id: decisions[0]?.call_id ?? null, state: 'unknown' },
+      });
+    }
+    const payload = { turnId: paused, by: options.by, decisions };
     // A decision may let the turn go on to the model: admitted by memory as a send is.
     const result = await this.admitTurn(tenantId, entry, (reservation) =>
       this.options.host.submit(

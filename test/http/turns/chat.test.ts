@@ -16,7 +16,7 @@ import {
 } from 'ai';
 import fc from 'fast-check';
 import { AppError } from '../../../src/errors.ts';
-import { TurnChunks } from '../../../src/http/turns/chat.ts';
+import { TurnChunks } from '../../../src/http/turns/chat-chunks.ts';
 import { type TestApp, useApp } from '../../helpers/app.ts';
 import { openConversation, publicPath } from '../../helpers/conversations.ts';
 import {
