@@ -7,6 +7,7 @@ import { MAX_DECISIONS, type UIMessageInput } from '#schemas';
 import type { Decision } from '../../actors/approvals.ts';
 import type { Approval } from '../../actors/step-approvals.ts';
 import { ValidationError, type ValidationIssue } from '../../errors.ts';
+import type { TurnLog } from './log.ts';
 
 /** What a chat request decides: the calls, and the turn its message names (null: the session's paused one). */
 export interface ChatDecisions {
@@ -74,3 +75,13 @@ export const deniedChunk = (callId: string): UIMessageChunk => ({
   type: 'tool-output-denied',
   toolCallId: callId,
 });
+
+/** The reply text a stored turn told after its last pause (what a client that answered it lacks); null if none. */
+export function textAfterPause(log: TurnLog | null): string | null {
+  const pause = log?.items.findLastIndex((item) => 'pause' in item) ?? -1;
+  if (!log || pause < 0) return null;
+  return log.items
+    .slice(pause + 1)
+    .flatMap((item) => ('text' in item ? [item.text] : []))
+    .join('');
+}

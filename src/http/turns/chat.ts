@@ -13,7 +13,7 @@ import type { TurnObserver } from '../../actors/operation-context.ts';
 import type { SendResult } from '../../actors/session-service.ts';
 import type { StopReason } from '../../store/store.ts';
 import { countOpenStream } from '../server/metrics.ts';
-import { chatDecisions } from './chat-approvals.ts';
+import { chatDecisions, textAfterPause } from './chat-approvals.ts';
 import { TurnChunks } from './chat-chunks.ts';
 import { chatSend } from './chat-send.ts';
 import { asAppError } from './events.ts';
@@ -179,9 +179,18 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
     };
 
     options.run(observer).then(
-      (result) => {
+      async (result) => {
         const message = result.agent_message;
         if (!started) {
+          // A decision answered again: the client holds the turn up to its last pause, the rest is new to it.
+          let after: string | null = null;
+          if (decided && message) {
+            try {
+              after = textAfterPause(await options.load(result.turn_id));
+            } catch (err) {
+              return reject(err);
+            }
+          }
           // Nothing ran now (a replay, a join of the same request still running, a turn still waiting for
           // other decisions): tell the whole reply, or for a decision what it decided and the reply after.
           chunks.start(message?.id ?? null, metadata(result.turn_id), !decided);
@@ -194,7 +203,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
           // Still waiting: the answered calls are left in a step of their own, so that the SDK does not send
           // the same answers again at once (sendAutomaticallyWhen reads the last step).
           if (decided && !message) chunks.nextStep();
-          chunks.text(message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
+          chunks.text(after ?? message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
           begin(result.replayed);
         } else options.turns.finish(live, message ? { ok: result } : { paused: true });
         // A turn that waits for decisions ends this stream without a reply, its calls told as approval requests.

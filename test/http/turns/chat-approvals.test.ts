@@ -1,0 +1,375 @@
+// Approvals through the AI SDK chat routes (docs/guides/ai-sdk.md#approvals), on SQLite and PostgreSQL, over a
+// listening server and the SDK's own client: a paused turn streams a tool part and a tool-approval-request per
+// call the caller may decide, the answer addToolApprovalResponse leaves in the assistant message is the
+// decision (an approved call runs once, a denied one never and the model is told), refusals are the approval
+// routes' JSON errors, and the SDK's AbstractChat goes send → approval → answer → automatic send → reply.
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import {
+  AbstractChat,
+  type ChatState,
+  type ChatStatus,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  readUIMessageStream,
+  type UIMessage,
+  type UIMessageChunk,
+} from 'ai';
+import { call, callsOf, perStore, postgresMissing } from '../../helpers/approvals.ts';
+import { openConversation, publicPath } from '../../helpers/conversations.ts';
+import { createSession } from '../../helpers/sessions.ts';
+import { waitFor } from '../../helpers/wait.ts';
+
+const pgMissing = await postgresMissing();
+
+type ToolPart = Extract<UIMessage['parts'][number], { type: 'dynamic-tool' }>;
+
+/** A chat with its route and credentials, as useChat's transport would be set up. */
+interface Route {
+  api: string;
+  headers: Record<string, string>;
+}
+
+/** The answer of one chat request: its chunks and the assistant message the SDK builds from them. */
+interface Answer {
+  chunks: UIMessageChunk[];
+  message: UIMessage;
+}
+
+/** Sends `messages` through DefaultChatTransport and reads the answer, continuing `last` if it is the assistant's. */
+async function chat(route: Route, messages: UIMessage[]): Promise<Answer> {
+  const transport = new DefaultChatTransport<UIMessage>(route);
+  const stream = await transport.sendMessages({
+    chatId: 'chat-1',
+    messages,
+    trigger: 'submit-message',
+    messageId: messages.at(-1)?.role === 'assistant' ? messages.at(-1)?.id : undefined,
+    abortSignal: undefined,
+  });
+  const chunks: UIMessageChunk[] = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  const last = messages.at(-1);
+  let message: UIMessage | undefined;
+  for await (const state of readUIMessageStream<UIMessage>({
+    stream: ReadableStream.from(chunks),
+    ...(last?.role === 'assistant' ? { message: structuredClone(last) } : {}),
+    onError: (err) => assert.fail(String(err)),
+  })) {
+    message = state;
+  }
+  assert.ok(message);
+  return { chunks, message };
+}
+
+/** The refusal a chat request gets (the transport's APICallError): its status and JSON error. */
+async function refused(answer: Promise<unknown>) {
+  const err = await answer.then(
+    () => assert.fail('the chat was not refused'),
+    (e: { statusCode?: number; responseBody?: string }) => e,
+  );
+  return { status: err.statusCode, error: JSON.parse(err.responseBody ?? '{}').error };
+}
+
+const toolParts = (message: UIMessage) =>
+  message.parts.filter((p): p is ToolPart => p.type === 'dynamic-tool');
+const textOf = (message: UIMessage) =>
+  message.parts.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+const user = (id: string, text: string): UIMessage => ({ id, role: 'user', parts: [{ type: 'text', text }] });
+
+/** What addToolApprovalResponse does to the message: the part of approval `id` answered. */
+const answer = (message: UIMessage, id: string, approved: boolean, reason?: string): UIMessage => ({
+  ...message,
+  parts: message.parts.map((p) =>
+    p.type === 'dynamic-tool' && p.state === 'approval-requested' && p.approval.id === id
+      ? { ...p, state: 'approval-responded', approval: { id, approved, ...(reason ? { reason } : {}) } }
+      : p,
+  ),
+});
+
+/** A chat state in memory, as the SDK's framework bindings keep it. */
+class MemoryState implements ChatState<UIMessage> {
+  status: ChatStatus = 'ready';
+  error: Error | undefined = undefined;
+  messages: UIMessage[] = [];
+  pushMessage = (message: UIMessage) => void this.messages.push(message);
+  popMessage = () => void this.messages.pop();
+  replaceMessage = (index: number, message: UIMessage) => {
+    this.messages[index] = message;
+  };
+  snapshot = <T>(thing: T): T => structuredClone(thing);
+}
+
+/** The SDK's chat (what useChat wraps), without a framework. */
+class NodeChat extends AbstractChat<UIMessage> {
+  constructor(init: Omit<ConstructorParameters<typeof AbstractChat<UIMessage>>[0], 'state'>) {
+    super({ ...init, state: new MemoryState() });
+  }
+}
+
+perStore('approvals in an AI SDK chat', pgMissing, (t) => {
+  let base: string | undefined;
+  const listening = async () => {
+    base ??= await t.app.listen({ port: 0, host: '127.0.0.1' });
+    return base;
+  };
+  const keyRoute = async (agent = 'shop'): Promise<Route> => {
+    const { id } = await createSession(t, agent);
+    return { api: `${await listening()}/v1/agents/sessions/${id}/chat`, headers: { 'x-api-key': t.apiKey } };
+  };
+  const publicRoute = async (agent = 'shop') => {
+    const c = await openConversation(t, agent);
+    const route: Route = {
+      api: `${await listening()}${publicPath(c.id, '/chat')}`,
+      headers: { authorization: `Bearer ${c.session_token}` },
+    };
+    return { id: c.id, route };
+  };
+  const sessionOf = (route: Route) => route.api.split('/').at(-2) ?? '';
+
+  it('streams a tool part and a tool-approval-request per call the API key may decide, then ends the message', async () => {
+    const route = await keyRoute();
+    const first = await chat(route, [user('u-1', `${call('refund', 'r')} ${call('email', 'e')}`)]);
+    const types = first.chunks
+      .map((c) => c.type)
+      .filter((type, i, all) => type !== 'text-delta' || all[i - 1] !== type);
+    assert.deepEqual(types, [
+      'start',
+      'start-step',
+      'text-start',
+      'text-delta',
+      'text-end',
+      'tool-input-available',
+      'tool-approval-request',
+      'tool-input-available',
+      'tool-approval-request',
+      'finish-step',
+      'finish',
+    ]);
+    const parts = toolParts(first.message);
+    assert.deepEqual(
+      parts.map((p) => [p.toolName, p.state, p.input]),
+      [
+        ['refund', 'approval-requested', { value: 'r' }],
+        ['email', 'approval-requested', { value: 'e' }],
+      ],
+    );
+    // The approval id is the call id, as the approval routes name it.
+    const waiting = await t.store.awaitingApproval([sessionOf(route)]);
+    assert.deepEqual(
+      parts.map((p) => p.approval?.id),
+      waiting.map((c) => c.id),
+    );
+    assert.deepEqual(
+      parts.map((p) => p.toolCallId),
+      waiting.map((c) => c.id),
+    );
+    const metadata = first.message.metadata as Record<string, unknown>;
+    assert.equal(metadata.turn_status, 'awaiting_approval');
+    assert.equal(metadata.turn_id, waiting[0]?.turn_id);
+    assert.ok(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: [first.message] }) === false);
+  });
+
+  it('shows the end user only its own calls, even where the agent hides tools', async () => {
+    const { route } = await publicRoute();
+    const first = await chat(route, [
+      user('u-1', `${call('refund', 'r')} ${call('email', 'e')} ${call('lookup', 'l')}`),
+    ]);
+    assert.deepEqual(
+      toolParts(first.message).map((p) => [p.toolName, p.state]),
+      [['email', 'approval-requested']],
+    );
+  });
+
+  for (const family of ['key', 'public'] as const) {
+    it(`approving through the next request runs the tool once and streams the reply (${family})`, async () => {
+      const route = family === 'key' ? await keyRoute() : (await publicRoute()).route;
+      const sessionId = sessionOf(route);
+      const asked = user('u-1', `Mail me ${call('email', 'hi')}`);
+      const first = await chat(route, [asked]);
+      const [part] = toolParts(first.message);
+      assert.ok(part?.approval);
+      assert.deepEqual(callsOf(t.receiver, sessionId), []);
+
+      const answered = answer(first.message, part.approval.id, true);
+      assert.ok(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: [asked, answered] }));
+      const next = await chat(route, [asked, answered]);
+      assert.equal(next.message.id, first.message.id, 'the same assistant message goes on');
+      assert.deepEqual(
+        toolParts(next.message).map((p) => [p.toolName, p.state, p.state === 'output-available' && p.output]),
+        [['email', 'output-available', { recorded: 'hi' }]],
+      );
+      assert.match(textOf(next.message), /Tools: email ok/);
+      assert.equal(callsOf(t.receiver, sessionId).length, 1);
+      // Not to be sent again: the answered call has its result.
+      assert.equal(
+        lastAssistantMessageIsCompleteWithApprovalResponses({ messages: [asked, next.message] }),
+        false,
+      );
+
+      // The same answer again is no error and runs nothing again.
+      const again = await chat(route, [asked, answered]);
+      assert.equal(toolParts(again.message)[0]?.state, 'output-available');
+      assert.equal(again.chunks.find((c) => c.type === 'start')?.messageId, first.message.id);
+      assert.equal(textOf(again.message), textOf(next.message), 'the reply once, after what the client held');
+      assert.equal(callsOf(t.receiver, sessionId).length, 1);
+      assert.equal(t.receiver.applications.get(part.toolCallId) ?? 1, 1);
+    });
+
+    it(`denying never calls the tool, and the model is told who denied it and why (${family})`, async () => {
+      const route = family === 'key' ? await keyRoute() : (await publicRoute()).route;
+      const sessionId = sessionOf(route);
+      const asked = user('u-1', `Mail me ${call('email', 'hi')}`);
+      const first = await chat(route, [asked]);
+      const id = toolParts(first.message)[0]?.approval?.id ?? '';
+      const next = await chat(route, [asked, answer(first.message, id, false, 'not now')]);
+      assert.ok(next.chunks.some((c) => c.type === 'tool-output-denied'));
+      assert.equal(toolParts(next.message)[0]?.state, 'output-denied');
+      const by = family === 'key' ? 'operator' : 'user';
+      assert.ok(
+        textOf(next.message).includes(`email error {"error":"denied","by":"${by}","reason":"not now"}`),
+        textOf(next.message),
+      );
+      assert.deepEqual(callsOf(t.receiver, sessionId), []);
+    });
+  }
+
+  it('refuses an answer for a call that does not wait, with the approval routes’ errors before the stream', async () => {
+    const route = await keyRoute();
+    const asked = user('u-1', `${call('email', 'e')}`);
+    const first = await chat(route, [asked]);
+    const id = toolParts(first.message)[0]?.approval?.id ?? '';
+    // Unknown call.
+    const renamed: UIMessage = JSON.parse(
+      JSON.stringify(answer(first.message, id, true)).replaceAll(id, 'call_nope'),
+    );
+    const unknown = await refused(chat(route, [asked, renamed]));
+    assert.equal(unknown.status, 409);
+    assert.equal(unknown.error.code, 'approval_not_pending');
+    // Decided one way, then answered the other way.
+    await chat(route, [asked, answer(first.message, id, false)]);
+    const other = await refused(chat(route, [asked, answer(first.message, id, true)]));
+    assert.equal(other.status, 409);
+    assert.equal(other.error.code, 'approval_not_pending');
+    assert.deepEqual(other.error.context, {
+      turn_id: other.error.context.turn_id,
+      call_id: id,
+      state: 'decided',
+    });
+    // A session without a waiting turn, and a message that names none.
+    const idle = await keyRoute();
+    const { metadata: _m, ...bare } = answer(first.message, id, true);
+    const none = await refused(chat(idle, [asked, bare]));
+    assert.equal(none.status, 409);
+    assert.equal(none.error.code, 'approval_not_pending');
+  });
+
+  it('refuses an operator call answered through the public family with 403, and applies nothing', async () => {
+    const { id: conversationId, route } = await publicRoute();
+    const asked = user('u-1', `${call('refund', 'r')} ${call('email', 'e')}`);
+    const first = await chat(route, [asked]);
+    const operatorCall = (await t.store.awaitingApproval([conversationId])).find(
+      (c) => c.approver === 'operator',
+    );
+    assert.ok(operatorCall);
+    const forged: UIMessage = {
+      ...first.message,
+      parts: [
+        ...first.message.parts,
+        {
+          type: 'dynamic-tool',
+          toolName: 'refund',
+          toolCallId: operatorCall.id,
+          state: 'approval-responded',
+          input: { value: 'r' },
+          approval: { id: operatorCall.id, approved: true },
+        },
+      ],
+    };
+    const forbidden = await refused(chat(route, [asked, forged]));
+    assert.equal(forbidden.status, 403);
+    assert.equal(forbidden.error.code, 'approval_forbidden');
+    assert.equal((await t.store.awaitingApproval([conversationId])).length, 2);
+    assert.deepEqual(callsOf(t.receiver, conversationId), []);
+  });
+
+  it('refuses a new user message while the turn waits with 409 approval_pending', async () => {
+    const route = await keyRoute();
+    const asked = user('u-1', `${call('email', 'e')}`);
+    const first = await chat(route, [asked]);
+    const pending = await refused(chat(route, [asked, first.message, user('u-2', 'hello?')]));
+    assert.equal(pending.status, 409);
+    assert.equal(pending.error.code, 'approval_pending');
+  });
+
+  it('refuses malformed answers with 422 naming the field', async () => {
+    const route = await keyRoute();
+    const asked = user('u-1', `${call('email', 'e')}`);
+    const first = await chat(route, [asked]);
+    const part = toolParts(first.message)[0];
+    assert.ok(part);
+    const withPart = (extra: Record<string, unknown>) =>
+      fetch(route.api, {
+        method: 'POST',
+        headers: { ...route.headers, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id: 'chat-1',
+          trigger: 'submit-message',
+          messages: [
+            asked,
+            { ...first.message, parts: [{ ...part, state: 'approval-responded', ...extra }] },
+          ],
+        }),
+      });
+    const cases: [Record<string, unknown>, (string | number)[], string][] = [
+      [{ approval: { id: part.toolCallId } }, ['approval', 'approved'], 'missing'],
+      [{ approval: undefined }, ['approval'], 'missing'],
+      [{ approval: { id: part.toolCallId, approved: 'yes' } }, ['approval', 'approved'], 'bool_type'],
+      [{ approval: { id: '', approved: true } }, ['approval', 'id'], 'string_too_short'],
+      [
+        { approval: { id: part.toolCallId, approved: false, reason: 'x'.repeat(501) } },
+        ['approval', 'reason'],
+        'string_too_long',
+      ],
+    ];
+    for (const [extra, at, type] of cases) {
+      const res = await withPart(extra);
+      const body = (await res.json()) as { detail: { loc: unknown[]; type: string }[] };
+      assert.equal(res.status, 422, JSON.stringify(body));
+      assert.deepEqual(body.detail[0].loc, ['body', 'messages', 1, 'parts', 0, ...at], JSON.stringify(body));
+      assert.equal(body.detail[0].type, type);
+    }
+    assert.equal((await t.store.awaitingApproval([sessionOf(route)])).length, 1);
+  });
+
+  for (const family of ['key', 'public'] as const) {
+    it(`drives the SDK's own chat through an approval: send, approval requested, answer, automatic send, reply (${family})`, async () => {
+      const route = family === 'key' ? await keyRoute() : (await publicRoute()).route;
+      const sessionId = sessionOf(route);
+      const errors: Error[] = [];
+      const chat = new NodeChat({
+        transport: new DefaultChatTransport<UIMessage>(route),
+        sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+        onError: (err) => errors.push(err),
+      });
+      await chat.sendMessage({ text: `Mail me ${call('email', 'hi')}` });
+      assert.deepEqual(errors, []);
+      const requested = toolParts(chat.lastMessage as UIMessage);
+      assert.deepEqual(
+        requested.map((p) => [p.toolName, p.state]),
+        [['email', 'approval-requested']],
+      );
+      await chat.addToolApprovalResponse({ id: requested[0]?.approval?.id ?? '', approved: true });
+      await waitFor(
+        'the reply after the approval',
+        () => chat.status === 'ready' && /Tools: email ok/.test(textOf(chat.lastMessage as UIMessage)),
+      );
+      assert.deepEqual(errors, []);
+      assert.equal(chat.messages.length, 2);
+      assert.deepEqual(
+        toolParts(chat.lastMessage as UIMessage).map((p) => [p.toolName, p.state]),
+        [['email', 'output-available']],
+      );
+      assert.equal(callsOf(t.receiver, sessionId).length, 1);
+    });
+  }
+});
