@@ -341,6 +341,36 @@ perStore('approvals in an AI SDK chat', pgMissing, (t) => {
     assert.equal((await t.store.awaitingApproval([sessionOf(route)])).length, 1);
   });
 
+  it('answers the end user while an operator call still waits, without the SDK sending the same answer again', async () => {
+    const { id: conversationId, route } = await publicRoute();
+    let requests = 0;
+    const chat = new NodeChat({
+      transport: new DefaultChatTransport<UIMessage>({
+        ...route,
+        fetch: (input, init) => {
+          requests += 1;
+          return fetch(input, init);
+        },
+      }),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
+    await chat.sendMessage({ text: `${call('refund', 'r')} ${call('email', 'e')}` });
+    const [email] = toolParts(chat.lastMessage as UIMessage);
+    assert.equal(email?.state, 'approval-requested');
+    await chat.addToolApprovalResponse({ id: email?.approval?.id ?? '', approved: true });
+    await waitFor('the answer to the approval', () => requests === 2 && chat.status === 'ready');
+    const message = chat.lastMessage as UIMessage;
+    assert.equal((message.metadata as Record<string, unknown>).turn_status, 'awaiting_approval');
+    // The answered call is left in a step of its own: nothing is sent again.
+    assert.equal(lastAssistantMessageIsCompleteWithApprovalResponses({ messages: chat.messages }), false);
+    assert.deepEqual(
+      (await t.store.awaitingApproval([conversationId])).map((c) => c.approver),
+      ['operator'],
+    );
+    assert.deepEqual(callsOf(t.receiver, conversationId), []);
+    assert.equal(requests, 2);
+  });
+
   for (const family of ['key', 'public'] as const) {
     it(`drives the SDK's own chat through an approval: send, approval requested, answer, automatic send, reply (${family})`, async () => {
       const route = family === 'key' ? await keyRoute() : (await publicRoute()).route;
