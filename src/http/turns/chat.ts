@@ -211,7 +211,12 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
           stop_reason: message?.stop_reason ?? null,
           conversation_status: result.session_status,
           usage: result.usage,
-          ...(message ? {} : { turn_status: 'awaiting_approval' }),
+          // Said every time: metadata merges, so a message that went on after a pause must not keep saying so.
+          turn_status: message
+            ? message.stop_reason === 'cancelled'
+              ? 'cancelled'
+              : 'completed'
+            : 'awaiting_approval',
         });
       },
       (err: unknown) => {

@@ -199,6 +199,7 @@ perStore('approvals in an AI SDK chat', pgMissing, (t) => {
         [['email', 'output-available', { recorded: 'hi' }]],
       );
       assert.match(textOf(next.message), /Tools: email ok/);
+      assert.equal((next.message.metadata as Record<string, unknown>).turn_status, 'completed');
       assert.equal(callsOf(t.receiver, sessionId).length, 1);
       // Not to be sent again: the answered call has its result.
       assert.equal(

@@ -211,7 +211,12 @@ describe('a chat on the API-key route', () => {
     const { turn_id, usage, ...metadata } = metadataOf(answer.message);
     assert.match(String(turn_id), /^turn_/);
     assert.ok(usage && typeof usage === 'object', 'the turn reports its usage');
-    assert.deepEqual(metadata, { session_id: session.id, stop_reason: 'end', conversation_status: 'active' });
+    assert.deepEqual(metadata, {
+      session_id: session.id,
+      stop_reason: 'end',
+      conversation_status: 'active',
+      turn_status: 'completed',
+    });
   });
 
   test('replays a second identical request (the same user message id) without a second turn', async () => {
