@@ -203,6 +203,11 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
           // Still waiting: the answered calls are left in a step of their own, so that the SDK does not send
           // the same answers again at once (sendAutomaticallyWhen reads the last step).
           if (decided && !message) chunks.nextStep();
+          // A send answered again while its turn waits: the calls to decide, as its first answer told them.
+          if (!decided) {
+            for (const approval of result.approvals ?? [])
+              if (options.allApprovals || approval.approver === 'user') chunks.approvalRequested(approval);
+          }
           chunks.text(after ?? message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
           begin(result.replayed);
         } else options.turns.finish(live, message ? { ok: result } : { paused: true });

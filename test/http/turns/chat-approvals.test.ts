@@ -293,6 +293,18 @@ perStore('approvals in an AI SDK chat', pgMissing, (t) => {
     assert.deepEqual(callsOf(t.receiver, conversationId), []);
   });
 
+  it('answers the same user message again (the SDK retrying) with the calls that still wait', async () => {
+    const route = await keyRoute();
+    const asked = user('u-1', `${call('email', 'e')}`);
+    const first = await chat(route, [asked]);
+    const again = await chat(route, [asked]);
+    assert.deepEqual(
+      toolParts(again.message).map((p) => [p.toolName, p.state, p.approval?.id]),
+      toolParts(first.message).map((p) => [p.toolName, p.state, p.approval?.id]),
+    );
+    assert.equal((again.message.metadata as Record<string, unknown>).turn_status, 'awaiting_approval');
+  });
+
   it('refuses a new user message while the turn waits with 409 approval_pending', async () => {
     const route = await keyRoute();
     const asked = user('u-1', `${call('email', 'e')}`);
