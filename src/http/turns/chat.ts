@@ -191,24 +191,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
               return reject(err);
             }
           }
-          // Nothing ran now (a replay, a join of the same request still running, a turn still waiting for
-          // other decisions): tell the whole reply, or for a decision what it decided and the reply after.
-          chunks.start(message?.id ?? null, metadata(result.turn_id), !decided);
-          if (decided) chunks.decided(decided);
-          for (const { id, name, input, status, output } of message?.tool_calls ?? []) {
-            if (!decided) chunks.toolStarted({ call_id: id, name, input });
-            if (!decided || decided.some((d) => d.call_id === id && d.approved))
-              chunks.toolCompleted({ call_id: id, name, status, output });
-          }
-          // Still waiting: the answered calls are left in a step of their own, so that the SDK does not send
-          // the same answers again at once (sendAutomaticallyWhen reads the last step).
-          if (decided && !message) chunks.nextStep();
-          // A send answered again while its turn waits: the calls to decide, as its first answer told them.
-          if (!decided) {
-            for (const approval of result.approvals ?? [])
-              if (options.allApprovals || approval.approver === 'user') chunks.approvalRequested(approval);
-          }
-          chunks.text(after ?? message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
+          tellStored(chunks, result, options, after);
           begin(result.replayed);
         } else options.turns.finish(live, message ? { ok: result } : { paused: true });
         // A turn that waits for decisions ends this stream without a reply, its calls told as approval requests.
@@ -233,6 +216,35 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
       },
     );
   });
+}
+
+/**
+ * Tells a turn of which nothing ran now (a replay, a join of the same request still running, a turn still
+ * waiting): the whole reply, or for a decision what it decided and the reply `after` the pause the client holds.
+ */
+function tellStored(
+  chunks: TurnChunks,
+  result: SendResult,
+  { decided, allApprovals, sessionId }: Pick<ChatStreamOptions, 'decided' | 'allApprovals' | 'sessionId'>,
+  after: string | null,
+): void {
+  const message = result.agent_message;
+  chunks.start(message?.id ?? null, { turn_id: result.turn_id, session_id: sessionId }, !decided);
+  if (decided) chunks.decided(decided);
+  for (const { id, name, input, status, output } of message?.tool_calls ?? []) {
+    if (!decided) chunks.toolStarted({ call_id: id, name, input });
+    if (!decided || decided.some((d) => d.call_id === id && d.approved))
+      chunks.toolCompleted({ call_id: id, name, status, output });
+  }
+  // Still waiting: the answered calls are left in a step of their own, so that the SDK does not send the same
+  // answers again at once (sendAutomaticallyWhen reads the last step).
+  if (decided && !message) chunks.nextStep();
+  // A send answered again while its turn waits: the calls to decide, as its first answer told them.
+  if (!decided) {
+    for (const approval of result.approvals ?? [])
+      if (allApprovals || approval.approver === 'user') chunks.approvalRequested(approval);
+  }
+  chunks.text(after ?? message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
 }
 
 /** The AI SDK's finish reason for a reply's stop_reason. */
