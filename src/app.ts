@@ -42,6 +42,7 @@ import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
+import { handoffTool } from './tools/handoff-tool.ts';
 import { registerTraceMetrics } from './tracing/metrics.ts';
 import { tracingActive } from './tracing/tracer.ts';
 import { WebhookDeliverer } from './webhooks/deliverer.ts';
@@ -119,7 +120,9 @@ async function toolsFor(
   config: Config,
   log: FastifyBaseLogger,
 ): Promise<Map<string, AgentTools>> {
-  const agents = [...catalogue.values()].filter((a) => a.tools.length > 0 || a.mcp_servers.length > 0);
+  const agents = [...catalogue.values()].filter(
+    (a) => a.tools.length > 0 || a.mcp_servers.length > 0 || a.handoff.enabled,
+  );
   const httpTools = agents.some((a) => a.tools.length > 0) ? await import('./tools/http-tool.ts') : null;
   const http = agents.map((agent) =>
     agent.tools.flatMap((tool) => {
@@ -151,7 +154,8 @@ async function toolsFor(
   return new Map(
     agents.map((agent, i) => {
       const connected = servers[i]?.status === 'fulfilled' ? servers[i].value : [];
-      return [agent.id, new AgentTools(http[i] ?? [], connected)];
+      const builtIn = agent.handoff.enabled ? [handoffTool] : [];
+      return [agent.id, new AgentTools([...(http[i] ?? []), ...builtIn], connected)];
     }),
   );
 }

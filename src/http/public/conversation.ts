@@ -1,6 +1,6 @@
 // Inside one conversation, with its session token: read its state and messages, send a message (shared with
 // the server-side family in turns/send.ts and turns/chat.ts), leave feedback, emit the inactivity
-// messages, terminate. Each call is limited to the token's conversation.
+// messages, ask for a human, terminate. Each call is limited to the token's conversation.
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -12,6 +12,7 @@ import {
   errorEnvelope,
   feedbackRequest,
   feedbackSchema,
+  handoffRequest,
   inactivityRequest,
   inactivityResult,
   pageOf,
@@ -21,6 +22,7 @@ import {
 } from '#schemas';
 import { conversationMessage, type PublicMessage } from '../../actors/public-message.ts';
 import type { SessionService } from '../../actors/session-service.ts';
+import { AppError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import type { Store } from '../../store/store.ts';
 import { toConversation } from '../../store/views.ts';
@@ -140,6 +142,29 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       const { tenantId, sessionId, authorize } = tokenSession(request);
       const result = await sessions.inactivity(tenantId, sessionId, request.body.step, authorize);
       return { ...result, message: view(request).message(result.message) };
+    },
+  );
+
+  app.post(
+    '/:conversation_id/handoff',
+    {
+      config: onConversation,
+      schema: {
+        tags: ['public'],
+        summary: "Ask for a human, where the conversation's agent allows it (idempotent)",
+        params: conversationParams,
+        body: handoffRequest.optional(),
+        response: { 200: conversationSchema, 409: errorEnvelope, 503: errorEnvelope, ...authErrors },
+      },
+    },
+    async (request) => {
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      if (!sessions.agent(tokenOf(request).agentId).handoff.user_can_request) {
+        throw new AppError('handoff_not_allowed', undefined, { context: { conversation_id: sessionId } });
+      }
+      const handoff = { reason: request.body?.reason ?? null, by: 'user' as const };
+      const session = await sessions.handoff(tenantId, sessionId, handoff, authorize);
+      return toConversation(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
     },
   );
 
