@@ -219,7 +219,8 @@ perStore('handing a session to people', pgMissing, (t) => {
     const [requested, , authored, handedBack] = mine();
     assert.equal(requested?.body?.data.reason, 'bridge');
     assert.equal(requested?.body?.data.handled_by, 'humans');
-    assert.deepEqual((authored?.body?.data.message as { author: unknown }).author, operator);
+    const message = authored?.body?.data.message as { author: unknown } | undefined;
+    assert.deepEqual(message?.author, operator);
     assert.equal(handedBack?.body?.data.handled_by, 'agent');
   });
 });
