@@ -36,6 +36,7 @@ import { acceptedHosts, registerHostCheck } from './http/server/host-check.ts';
 import { registerMetrics } from './http/server/metrics.ts';
 import { requireDeclaredSessions } from './http/server/route-config.ts';
 import { registerJsonBodies, validatorCompiler } from './http/server/validation.ts';
+import { EventStreams } from './http/turns/event-streams.ts';
 import { LiveTurns } from './http/turns/log.ts';
 import { ResidentBytes } from './resident-bytes.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
@@ -286,10 +287,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     metrics: webhookMetrics,
     log: app.log,
   });
+  const streams = new EventStreams(config.eventStreams);
   const host = new SessionHost({
     store,
     coordinator,
     queuedWebhookEvents: () => webhooks.wake(),
+    sessionEvents: (sessionId) => streams.committed(sessionId),
     run: createOperationRunner({
       store,
       catalogue,
@@ -340,7 +343,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
   }
   const turns = new LiveTurns();
-  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
+  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns, streams });
   const bounded = demo.bounds;
   await app.register(publicFamily, {
     prefix: PUBLIC_PREFIX,
@@ -350,6 +353,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     tokens,
     redis,
     turns,
+    streams,
     bounded,
   });
 

@@ -125,6 +125,11 @@ export const errorCatalogue = {
     name: 'HostNotAllowedError',
     message: 'This service does not answer for the host this request names.',
   },
+  event_stream_limit: {
+    status: 429,
+    name: 'EventStreamLimitError',
+    message: 'Too many event streams are open on this conversation; close one, or retry after Retry-After.',
+  },
   rate_limited: {
     status: 429,
     name: 'RateLimitExceededError',

@@ -16,6 +16,7 @@ import { traceDecisions } from './approval-traces.ts';
 import type { SessionChange } from './operation-context.ts';
 import { newMessageView } from './public-message.ts';
 import type { SessionEntry } from './resident-actors.ts';
+import { sessionEventsOf } from './session-events.ts';
 
 export interface FencedCommitDeps {
   store: Store;
@@ -25,6 +26,8 @@ export interface FencedCommitDeps {
   lost(shard: number): void;
   /** A write queued webhook events: the deliverer may look at once. */
   queuedWebhookEvents?(): void;
+  /** A write appended events to a session's log, the last of them `seq`: its streams may read them now. */
+  sessionEvents?(sessionId: string, seq: number): void;
 }
 
 export async function commitFenced(
@@ -38,12 +41,16 @@ export async function commitFenced(
   const { event, patch, last, ...write } = change;
   const snapshot = persistedSnapshot(entry.actor.getSnapshot(), event);
   const keyed = write.idempotency !== undefined || write.idempotencyResponse !== undefined;
-  const events = withSessionEvents(entry, change);
+  const hooks = withSessionEvents(entry, change);
+  const at = hooks?.at ?? change.at ?? new Date().toISOString();
+  const logged = sessionEventsOf(id, change, at);
   let result: SessionWriteResult;
   try {
     result = await deps.store.commitSession({
       ...write,
-      ...events,
+      ...hooks,
+      at,
+      events: logged,
       session_id: id,
       fence,
       patch: { ...patch, snapshot },
@@ -58,6 +65,7 @@ export async function commitFenced(
     if (keyed) entry.keyedCommits++;
   }
   if (result.webhook_deliveries > 0) deps.queuedWebhookEvents?.();
+  if (logged.length > 0) deps.sessionEvents?.(id, result.events_count);
   if (write.decisions) traceDecisions(deps.store, id, write.decisions);
   entry.session.messages_count = result.messages_count;
   if (patch?.handoff !== undefined) {

@@ -10,6 +10,7 @@ import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.
 import type { OperationContext, OperationDeps, SessionChange } from './operation-context.ts';
 import type { PublicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
+import { turnFailed, turnReplied } from './session-events.ts';
 import type { StepsReply } from './tool-steps.ts';
 
 export interface TurnEnd {
@@ -69,6 +70,7 @@ export async function commitReply(
       ? { idempotencyResponse: { key: end.key, status_code: 201, response: { agent_message: agentMessage } } }
       : {}),
     webhookEvents: [turnCompletedEvent(session, turnId, agentMessage, at)],
+    events: turnReplied(session.id, turnId, agentMessage),
   });
   const { metrics } = deps;
   countTurn(deps, agent, reply.stop_reason === 'cancelled' ? 'cancelled' : 'replied');
@@ -118,6 +120,12 @@ export async function reportFailure(
     await context.commit({
       at,
       webhookEvents: [turnFailedEvent(context.entry.session, turn.turnId, error, at)],
+      events: [
+        turnFailed(turn.turnId, {
+          ...error,
+          name: err instanceof AppError ? err.errorName : 'InternalServerError',
+        }),
+      ],
       ...(turn.endsPaused ? { patch: { wake_at: null }, event: { type: 'TURN_ENDED' } } : {}),
     });
   } catch (commitErr) {

@@ -20,6 +20,7 @@ import {
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { newMessageView, type PublicMessage, publicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
+import { turnStarted } from './session-events.ts';
 import type { Approval } from './step-approvals.ts';
 import { runSteps, type StepsOutcome } from './tool-steps.ts';
 import { commitReply, countTurn, reportFailure, turnPrompt } from './turn-end.ts';
@@ -126,9 +127,14 @@ export async function runTurn(
     const userMessageId = payload.messages.find((m) => m.role === 'user')?.id ?? null;
     if (payload.reply && context.entry.actor.getSnapshot().context.handoff)
       return storeForHumans(deps, context, { agent, turnId, at, idempotency, payload });
+    const messages = payload.messages.map((m) => ({ ...m, turn_id: turnId }));
+    const first = messages[0];
     const result = await context.commit({
       at,
-      messages: payload.messages.map((m) => ({ ...m, turn_id: turnId })),
+      messages,
+      ...(payload.reply && first
+        ? { events: [turnStarted(session.id, turnId, newMessageView(first, at))] }
+        : {}),
       ...activity(at, ttlMs, userMessageId !== null),
       ...(idempotency ? { idempotency: keyRecord(idempotency, turnId, userMessageId) } : {}),
       ...(idempotency && authored

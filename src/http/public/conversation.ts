@@ -32,6 +32,8 @@ import { tokenOf } from '../auth/session-token.ts';
 import { onConversation } from '../server/route-config.ts';
 import { registerApprovalRoutes } from '../turns/approvals.ts';
 import { registerChatRoute } from '../turns/chat.ts';
+import { registerEventsRoute } from '../turns/conversation-events.ts';
+import type { EventStreams } from '../turns/event-streams.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { registerResumeRoute } from '../turns/resume.ts';
 import { messagePage, registerSendRoutes, type SendFamily } from '../turns/send.ts';
@@ -41,6 +43,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
   sessions: SessionService;
   pingMs: number;
   turns: LiveTurns;
+  streams: EventStreams;
 }> = async (app, options) => {
   const { store, sessions } = options;
   /** The end user sees no metadata, and tool calls only where the agent exposes them. */
@@ -94,6 +97,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
   registerChatRoute(app, '/:conversation_id/chat', family, options);
   registerResumeRoute(app, '/:conversation_id', family, options);
   registerApprovalRoutes(app, '/:conversation_id', family, options);
+  registerEventsRoute(app, '/:conversation_id', family, options);
 
   app.post(
     '/:conversation_id/feedback',
