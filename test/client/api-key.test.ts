@@ -174,12 +174,15 @@ describe('the API-key family', () => {
           `${op.method} ${op.path}`,
         );
     }
-    // Approvals and cancel are not spoken by the client yet.
+    // Approvals and cancel, handoffs and the conversation event stream are not spoken by the client yet.
     assert.deepEqual(
       operations.map((op) => `${op.method} ${op.path}`).filter((key) => !covered.has(key)),
       [
+        'POST /v1/agents/sessions/{session_id}/handoff',
+        'POST /v1/agents/sessions/{session_id}/handback',
         'POST /v1/agents/sessions/{session_id}/turns/{turn_id}/approvals',
         'POST /v1/agents/sessions/{session_id}/turns/{turn_id}/cancel',
+        'GET /v1/agents/sessions/{session_id}/events',
       ],
       'routes without a client method',
     );

@@ -152,6 +152,9 @@ describe('the other routes of a conversation', () => {
         'POST /v1/public/agents/conversations/{conversation_id}/chat',
         'POST /v1/public/agents/conversations/{conversation_id}/turns/{turn_id}/approvals',
         'POST /v1/public/agents/conversations/{conversation_id}/turns/{turn_id}/cancel',
+        // Not spoken by the client yet: the conversation event stream and asking for a human.
+        'GET /v1/public/agents/conversations/{conversation_id}/events',
+        'POST /v1/public/agents/conversations/{conversation_id}/handoff',
       ],
     );
   });
