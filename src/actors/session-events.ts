@@ -1,13 +1,14 @@
 // The session's event log (docs/internals/decisions.md#the-conversation-event-stream): the events each commit
 // appends, in the same write, for the conversation event stream to read. Derived here, in one place, from what
 // the commit stores (its messages, tool calls and results, decisions, handoff and the session's end), plus the
-// turn events its operation names (turn.started, message.completed, turn.completed, …). Messages and
-// approvals are kept whole; each family's view of them is taken when they are read.
+// turn events its operation names (turn.started, message.completed, turn.completed, …). Messages are named by
+// id (they are stored beside, once), and read with the events; approvals are kept whole; each family's view
+// of them is taken when they are read.
 
 import type { NewSessionEvent } from '../store/store.ts';
 import { EXPIRED_REASON } from '../webhooks/webhook-events.ts';
 import type { SessionChange } from './operation-context.ts';
-import { newMessageView, type PublicMessage } from './public-message.ts';
+import type { PublicMessage } from './public-message.ts';
 import type { Approval } from './step-approvals.ts';
 import { approvalOf } from './step-approvals.ts';
 
@@ -61,7 +62,7 @@ export function sessionEventsOf(sessionId: string, change: SessionChange, at: st
       );
   }
   for (const m of change.messages ?? [])
-    events.push(event('message.created', { turn_id: m.turn_id, message: newMessageView(m, at) }));
+    events.push(event('message.created', { turn_id: m.turn_id, message_id: m.id }));
   events.push(...(change.events ?? []));
   const handoff = change.patch?.handoff;
   if (handoff) events.push(event('session.handoff_requested', { session_id: sessionId, handoff }));
@@ -78,16 +79,16 @@ export function sessionEventsOf(sessionId: string, change: SessionChange, at: st
 
 const event = (type: string, data: object): NewSessionEvent => ({ type, data });
 
-/** turn.started: the turn's first message is stored and a reply is to come. */
-export const turnStarted = (sessionId: string, turnId: string, userMessage: PublicMessage): NewSessionEvent =>
-  event('turn.started', { turn_id: turnId, session_id: sessionId, user_message: userMessage });
+/** turn.started: the turn's first message (`userMessageId`) is stored and a reply is to come. */
+export const turnStarted = (sessionId: string, turnId: string, userMessageId: string): NewSessionEvent =>
+  event('turn.started', { turn_id: turnId, session_id: sessionId, user_message_id: userMessageId });
 
 /** message.completed then turn.completed (or turn.cancelled): the turn's reply is stored. */
 export function turnReplied(sessionId: string, turnId: string, message: PublicMessage): NewSessionEvent[] {
   const cancelled = message.stop_reason === 'cancelled';
   const end = { turn_id: turnId, session_id: sessionId, conversation_status: 'active' };
   return [
-    event('message.completed', { turn_id: turnId, message }),
+    event('message.completed', { turn_id: turnId, message_id: message.id }),
     cancelled ? event('turn.cancelled', end) : event('turn.completed', { ...end, usage: message.usage }),
   ];
 }

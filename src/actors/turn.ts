@@ -132,9 +132,7 @@ export async function runTurn(
     const result = await context.commit({
       at,
       messages,
-      ...(payload.reply && first
-        ? { events: [turnStarted(session.id, turnId, newMessageView(first, at))] }
-        : {}),
+      ...(payload.reply && first ? { events: [turnStarted(session.id, turnId, first.id)] } : {}),
       ...activity(at, ttlMs, userMessageId !== null),
       ...(idempotency ? { idempotency: keyRecord(idempotency, turnId, userMessageId) } : {}),
       ...(idempotency && authored

@@ -291,6 +291,13 @@ export function sessionEventStatements(d: Dialect, write: SessionWrite, eventsCo
   );
 }
 
+/** A session's messages of the ids in `ids`, in order. */
+export function messagesById(d: Dialect, sessionId: string, ids: readonly string[]): Statement {
+  const q = new Query(d);
+  return q.statement(`SELECT * FROM messages WHERE session_id = ${q.param(sessionId)}
+    AND ${d.inJsonArray('id', q.param(JSON.stringify(ids)), 'text')} ORDER BY seq`);
+}
+
 /** A session's events after seq `after`, oldest first. */
 export function sessionEvents(d: Dialect, sessionId: string, after: number, limit: number): Statement {
   const q = new Query(d);

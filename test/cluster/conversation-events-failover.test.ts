@@ -1,8 +1,10 @@
 // Acceptance of the conversation event stream across an ownership move (docs/guides/humans.md#the-conversation-event-stream)
 // on three real processes sharing SQLite, with Redis leases: a client follows a session's events through a
-// process that is not its owner, the owner is SIGKILLed while the stream is open and turns go on, and the
-// client reconnects through another process with Last-Event-ID. Every event arrives exactly once (ids 1…n,
-// none missing, none repeated), and every stored message is told once as message.created.
+// process that is not its owner, the session is handed to people, the owner is SIGKILLed while the stream is
+// open, and the conversation goes on through the other processes (still handled by people: the handoff
+// survived its owner; then handed back); the client reconnects through another process with Last-Event-ID.
+// Every event arrives exactly once (ids 1…n, none missing, none repeated), and every stored message is told
+// once as message.created.
 import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { after, test } from 'node:test';
@@ -49,13 +51,13 @@ test('a stream of a conversation resumed through another process after its owner
   const owner = await cluster.indexOf(ownerId);
   const [entry, other] = [0, 1, 2].filter((i) => i !== owner) as [number, number];
   const path = `/v1/agents/sessions/${sessionId}/events`;
-  const send = (text: string) =>
+  const send = (text: string, body: object = { content: text }) =>
     callAnyNode(
       [cluster.urls[entry] as string, cluster.urls[other] as string],
       cluster.apiKey,
       'POST',
       `/v1/agents/sessions/${sessionId}/messages`,
-      { content: text },
+      body,
       { deadlineMs: 60_000, headers: { 'idempotency-key': text } },
     );
 
@@ -81,24 +83,51 @@ test('a stream of a conversation resumed through another process after its owner
 
   const first = await follow([entry]);
   for (const text of ['one', 'two', 'three']) assert.equal((await send(text)).status, 201);
-  // The owner dies while the stream is open, whatever the stream has read of the last turn by then.
+  // People take over; the handoff is the session's state, which must survive its owner.
+  const handoff = await callAnyNode(
+    [urls[entry] as string],
+    apiKey,
+    'POST',
+    `/v1/agents/sessions/${sessionId}/handoff`,
+    { reason: 'failover' },
+  );
+  assert.equal(handoff.status, 200);
+  // The owner dies while the stream is open, whatever the stream has read by then.
   await cluster.nodes[owner]?.stop('SIGKILL');
   const before: SseEvent[] = await first.all().catch(() => first.events);
   assert.ok(before.length > 0, 'the stream told events before the owner died');
 
-  for (const text of ['four', 'five', 'six']) assert.equal((await send(text)).status, 201);
+  // On the new owner, people still handle the session: the sends are stored, no model answers.
+  for (const text of ['four', 'five']) {
+    const stored = await send(text);
+    assert.deepEqual([stored.status, stored.body], [201, { agent_message: null, handled_by: 'humans' }]);
+  }
+  const author = { id: 'op_1', name: 'Ana' };
+  assert.equal((await send('reply', { role: 'assistant', content: 'Done.', author })).status, 201);
+  const back = await callAnyNode(
+    [urls[other] as string, urls[entry] as string],
+    apiKey,
+    'POST',
+    `/v1/agents/sessions/${sessionId}/handback`,
+    {},
+    { deadlineMs: 60_000 },
+  );
+  assert.equal(back.status, 200);
+  assert.equal((await send('six')).status, 201);
+
   const lastSeen = before.at(-1)?.id;
   const resumed = await follow([other, entry], lastSeen);
   const stored = storedMessageIds(cluster.sqliteFile, sessionId);
-  assert.equal(stored.length, 12, 'six turns, a user message and a reply each');
-  // Six plain turns tell five events each.
-  const rest = await resumed.until((events) => before.length + events.length >= 30);
+  assert.equal(stored.length, 11, 'four turns of two messages, two sends for people and an operator reply');
+  // Four plain turns of five events, the handoff, two sends and a reply of one each, the handback.
+  const total = 4 * 5 + 1 + 3 + 1;
+  const rest = await resumed.until((events) => before.length + events.length >= total);
   resumed.body.on('error', () => {}).destroy();
 
   const all = [...before, ...rest];
   assert.deepEqual(
     all.map((e) => Number(e.id)),
-    Array.from({ length: 30 }, (_, i) => i + 1),
+    Array.from({ length: total }, (_, i) => i + 1),
     'every id once, in order, none missing',
   );
   assert.deepEqual(
@@ -106,5 +135,9 @@ test('a stream of a conversation resumed through another process after its owner
     stored,
     'every stored message told once, in order',
   );
-  assert.equal(all.filter((e) => e.event === 'turn.completed').length, 6);
+  assert.deepEqual(
+    all.filter((e) => e.event.startsWith('session.')).map((e) => e.event),
+    ['session.handoff_requested', 'session.handed_back'],
+  );
+  assert.equal(all.filter((e) => e.event === 'turn.completed').length, 4);
 });

@@ -9,7 +9,7 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authErrors, errorEnvelope, sseResponse } from '#schemas';
-import type { MessageView, PublicMessage } from '../../actors/public-message.ts';
+import { type MessageView, type PublicMessage, publicMessage } from '../../actors/public-message.ts';
 import { ValidationError } from '../../errors.ts';
 import type { SessionEventRecord, Store } from '../../store/store.ts';
 import { countOpenStream } from '../server/metrics.ts';
@@ -75,7 +75,7 @@ export function registerEventsRoute(
         follow.stop();
         release();
       });
-      sse.onDemand = () => follow.pull();
+      sse.onDemand = () => follow.drained();
       // Answered at once: the client knows it is following even before anything happens.
       sse.comment('following');
       follow.pull();
@@ -122,11 +122,16 @@ class LogFollower {
     clearTimeout(this.#slow);
   }
 
+  /** The reader took what was held back: it keeps its place, and what waits is read now. */
+  drained(): void {
+    clearTimeout(this.#slow);
+    this.#slow = undefined;
+    this.pull();
+  }
+
   /** Reads and sends what the log holds after the last event sent; one read at a time. */
   pull(): void {
     if (this.#stopped) return;
-    clearTimeout(this.#slow);
-    this.#slow = undefined;
     if (this.#reading) {
       this.#again = true;
       return;
@@ -144,9 +149,10 @@ class LogFollower {
       this.#again = false;
       if (this.#sse.backedUp) return this.#waitForReader();
       const events = await this.#store.sessionEvents(this.#sessionId, this.#last, PAGE);
+      const messages = await this.#messagesOf(events);
       for (const event of events) {
         if (this.#stopped) return;
-        const data = shown(event, this.#view);
+        const data = shown(event, this.#view, messages);
         if (data) this.#sse.send(event.type, String(event.seq), data);
         this.#last = event.seq;
         if (event.type === 'session.closed' || event.type === 'session.expired') {
@@ -160,17 +166,42 @@ class LogFollower {
     } while (this.#again && !this.#stopped);
   }
 
-  /** The reader is behind: it gets until SLOW_MS to take what was sent (onDemand pulls again), else it goes. */
+  /** The messages the events name (by id: the log does not hold them twice), as the API shows them. */
+  async #messagesOf(events: readonly SessionEventRecord[]): Promise<Map<string, PublicMessage>> {
+    const ids = events.flatMap((e) => {
+      const { message_id, user_message_id } = e.data as { message_id?: string; user_message_id?: string };
+      return [message_id, user_message_id].filter((id) => typeof id === 'string');
+    });
+    if (ids.length === 0) return new Map();
+    const stored = await this.#store.messagesById(this.#sessionId, ids);
+    return new Map(stored.map((m) => [m.id, publicMessage(m)]));
+  }
+
+  /**
+   * The reader is behind: it gets until SLOW_MS from when it fell behind to take what was sent (then
+   * `drained`), else it goes; the wakes and polls meanwhile read nothing and leave the clock running.
+   */
   #waitForReader(): void {
-    this.#slow ??= setTimeout(() => this.#sse.destroy(), SLOW_MS);
+    if (this.#slow) return;
+    this.#slow = setTimeout(() => this.#sse.destroy(), SLOW_MS);
     this.#slow.unref();
   }
 }
 
-/** The event's data as the caller is shown it; null when the caller is not shown the event at all. */
-function shown(event: SessionEventRecord, v: EventView): object | null {
-  const data = event.data as Record<string, unknown>;
-  const message = (m: unknown) => v.message(m as PublicMessage);
+/**
+ * The event's data as the caller is shown it, with the messages it names in `messages`; null when the caller
+ * is not shown the event at all.
+ */
+function shown(
+  event: SessionEventRecord,
+  v: EventView,
+  messages: ReadonlyMap<string, PublicMessage>,
+): object | null {
+  const { message_id, user_message_id, ...data } = event.data as Record<string, unknown>;
+  const message = (id: unknown) => {
+    const found = messages.get(String(id));
+    return found ? v.message(found) : null;
+  };
   switch (event.type) {
     case 'tool.started':
     case 'tool.completed':
@@ -185,9 +216,9 @@ function shown(event: SessionEventRecord, v: EventView): object | null {
     }
     case 'message.created':
     case 'message.completed':
-      return { ...data, message: message(data.message) };
+      return { ...data, message: message(message_id) };
     case 'turn.started':
-      return { ...data, user_message: message(data.user_message) };
+      return { ...data, user_message: message(user_message_id) };
     default:
       return data;
   }

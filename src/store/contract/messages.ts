@@ -79,6 +79,8 @@ export interface MessageStore {
   recentMessages(sessionId: string, limit: number, maxChars: number): Promise<MessageRecord[]>;
   /** The messages a turn stored, in order. */
   turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]>;
+  /** The session's messages of these ids, in order (the session's event log names its messages by id). */
+  messagesById(sessionId: string, ids: readonly string[]): Promise<MessageRecord[]>;
 
   /** Stores the conversation's feedback, replacing an earlier one but keeping its id. */
   upsertFeedback(

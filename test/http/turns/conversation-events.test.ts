@@ -3,7 +3,7 @@
 // the session in commit order with ids 1, 2, …, whoever caused it; a resume after Last-Event-ID sends exactly
 // what follows; two followers stay in step; the handoff events; each family's view; the end of the session
 // ends the stream; bad ids and other conversations are refused before a stream starts; the bounds on open
-// streams.
+// streams, and a follower that stops reading is dropped.
 import assert from 'node:assert/strict';
 import { after, it } from 'node:test';
 import { Agent, request } from 'undici';
@@ -12,6 +12,7 @@ import { openConversation, publicPath } from '../../helpers/conversations.ts';
 import { assertError, buildSessionApp, client, createSession } from '../../helpers/sessions.ts';
 import { type SseEvent, StreamReader } from '../../helpers/sse.ts';
 import { waitFor } from '../../helpers/wait.ts';
+import { httpRequest, openWire } from '../../helpers/wire.ts';
 
 const pgMissing = await postgresMissing();
 const dispatcher = new Agent();
@@ -200,4 +201,48 @@ it('bounds open streams per conversation (429 event_stream_limit) and per proces
   const first = open[0];
   first?.body.on('error', () => {}).destroy();
   await waitFor('the place given back', async () => (await follow(d.id)).status === 200);
+});
+
+it('drops a follower that stops reading while events wait for it, and gives its place back', {
+  timeout: 90_000,
+}, async (c) => {
+  const app = await buildSessionApp({ PARLEY_EVENT_STREAMS_PER_CONVERSATION: '1' });
+  c.after(() => app.close());
+  const url = new URL(await app.app.listen({ port: 0, host: '127.0.0.1' }));
+  const s = await createSession(app);
+  // More than the socket buffers of loopback hold: 300 messages of 30,000 characters.
+  const big = 'x'.repeat(30_000);
+  for (let i = 0; i < 300; i++) {
+    const res = await client(app).post(`/v1/agents/sessions/${s.id}/messages`, {
+      role: 'assistant',
+      content: big,
+    });
+    assert.equal(res.statusCode, 201, res.body);
+  }
+  const slow = await openWire(Number(url.port));
+  c.after(() => slow.socket.destroy());
+  slow.socket.write(
+    httpRequest('GET', `/v1/agents/sessions/${s.id}/events`, { headers: { 'x-api-key': app.apiKey } }),
+  );
+  await slow.until(': following');
+  slow.socket.pause();
+  // Its place is taken while it is followed, and given back once it is dropped (10 s behind).
+  const second = () =>
+    app.app.inject({
+      method: 'GET',
+      url: `/v1/agents/sessions/${s.id}/events?after=300`,
+      headers: { 'x-api-key': app.apiKey },
+      payloadAsStream: true,
+    });
+  const refused = await second();
+  assert.equal(refused.statusCode, 429);
+  await waitFor(
+    'the slow follower dropped',
+    async () => {
+      const res = await second();
+      res.stream().destroy();
+      return res.statusCode === 200;
+    },
+    60_000,
+  );
 });

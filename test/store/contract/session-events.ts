@@ -1,4 +1,5 @@
-// Store contract: who handles a session (handled_by, handoff) and an operator's author, as commits set them;
+// Store contract: who handles a session (handled_by, handoff) and an operator's author, as commits set them,
+// and messages read by id;
 // the session's event log, numbered per session in the commits that append to it, read after any seq, and
 // refused with everything else when the fence is stale.
 import assert from 'node:assert/strict';
@@ -44,6 +45,15 @@ export function humansAndEvents(f: SessionFixture): void {
         listed?.items.map((m) => m.author),
         [null, author],
       );
+      // messagesById reads a session's messages by id, in order, and no other session's.
+      const ids = listed?.items.map((m) => m.id) ?? [];
+      assert.deepEqual(await ctx.store.messagesById(record.id, [...ids].reverse()), listed?.items);
+      assert.deepEqual(
+        await ctx.store.messagesById(record.id, [ids[1] ?? '', 'msg_nope']),
+        listed?.items.slice(1),
+      );
+      const other = await createSession(tenantId);
+      assert.deepEqual(await ctx.store.messagesById(other.record.id, ids), []);
     });
 
     it('numbers events on per session across commits, and reads them after any seq, oldest first', async () => {
