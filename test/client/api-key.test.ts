@@ -114,6 +114,7 @@ describe('the API-key family', () => {
     );
     assert.equal((await api.getSession(session.id)).context.plan, 'pro');
     const reply = await api.sendMessage(session.id, { content: 'Hi', metadata: { from: 'crm' } });
+    assert.ok(reply.status === 'replied');
     assert.match(JSON.stringify(reply.agent_message.content), /Hello Ada L\.!/);
     const stream = api.streamMessage(session.id, 'Stream it');
     const events = await collect(stream);
@@ -133,6 +134,14 @@ describe('the API-key family', () => {
     assert.equal(messages.items.length, 6);
     assert.deepEqual(messages.items[0]?.metadata, { from: 'crm' });
     assert.equal((await api.getMessage(session.id, reply.agent_message.id)).id, reply.agent_message.id);
+    // A finished turn: a cancel answers it as it is, and a decision finds no call waiting.
+    const finished = await api.cancelTurn(session.id, stream.turnId ?? '');
+    assert.equal(finished.turn.status, 'completed');
+    await assert.rejects(api.approve(session.id, stream.turnId ?? '', 'call_none'), {
+      name: 'ParleyError',
+      status: 409,
+      code: 'approval_not_pending',
+    });
     const closed = await api.terminateSession(session.id, 'finished');
     assert.equal(closed.status, 'closed');
 
@@ -174,14 +183,12 @@ describe('the API-key family', () => {
           `${op.method} ${op.path}`,
         );
     }
-    // Approvals and cancel, handoffs and the conversation event stream are not spoken by the client yet.
+    // Handoffs and the conversation event stream are not spoken by the client yet.
     assert.deepEqual(
       operations.map((op) => `${op.method} ${op.path}`).filter((key) => !covered.has(key)),
       [
         'POST /v1/agents/sessions/{session_id}/handoff',
         'POST /v1/agents/sessions/{session_id}/handback',
-        'POST /v1/agents/sessions/{session_id}/turns/{turn_id}/approvals',
-        'POST /v1/agents/sessions/{session_id}/turns/{turn_id}/cancel',
         'GET /v1/agents/sessions/{session_id}/events',
       ],
       'routes without a client method',

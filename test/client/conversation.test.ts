@@ -85,7 +85,7 @@ describe('a streamed turn', () => {
 });
 
 describe('the other routes of a conversation', () => {
-  it('reads, sends, streams, lists, uploads, leaves feedback, warns of inactivity and terminates: every public route but the AI SDK chat', async () => {
+  it('reads, sends, streams, decides, cancels, lists, uploads, leaves feedback, warns of inactivity and terminates: every public route but the AI SDK chat', async () => {
     const sent: string[] = [];
     const conv = await openConversation(t, 'demo', {
       fetch: (input, init) => {
@@ -111,15 +111,26 @@ describe('the other routes of a conversation', () => {
         { type: 'file', file_id: file.id },
       ],
     });
+    assert.ok(reply.status === 'replied');
     assert.equal(reply.agent_message.role, 'assistant');
     assert.match(JSON.stringify(reply.agent_message.content), /Attachments: 1/);
     const plain = await conv.send('and a plain string');
+    assert.ok(plain.status === 'replied');
     assert.match(JSON.stringify(plain.agent_message.content), /and a plain string/);
 
     const stream = conv.stream('streamed');
     const events = await collect(stream);
     assert.equal(events.at(-1)?.event, 'turn.completed');
     assert.deepEqual(await collect(conv.resume(stream.turnId ?? '', { after: stream.lastEventId })), []);
+    // A finished turn: a cancel answers it as it is, and a decision finds no call waiting.
+    const finished = await conv.cancel(stream.turnId ?? '');
+    assert.equal(finished.turn.status, 'completed');
+    assert.equal('metadata' in (finished.agent_message ?? {}), false);
+    await assert.rejects(conv.deny(stream.turnId ?? '', 'call_none', 'no'), {
+      name: 'ParleyError',
+      status: 409,
+      code: 'approval_not_pending',
+    });
 
     const page = await conv.messages({ limit: 2, offset: 1 });
     assert.equal(page.items.length, 2);
@@ -135,8 +146,7 @@ describe('the other routes of a conversation', () => {
     assert.equal(closed.reason, 'done here');
     assert.equal((await conv.get()).status, 'closed');
 
-    // Every route of the family in the OpenAPI document was called, but the one useChat's transport calls and
-    // those of approvals and cancel, which the client does not speak yet.
+    // Every route of the family in the OpenAPI document was called, but the one useChat's transport calls.
     const doc = (await (await fetch(`${baseUrl(t)}/openapi.json`)).json()) as {
       paths: Record<string, object>;
     };
@@ -150,8 +160,6 @@ describe('the other routes of a conversation', () => {
       routes.filter((r) => !called.has(r)),
       [
         'POST /v1/public/agents/conversations/{conversation_id}/chat',
-        'POST /v1/public/agents/conversations/{conversation_id}/turns/{turn_id}/approvals',
-        'POST /v1/public/agents/conversations/{conversation_id}/turns/{turn_id}/cancel',
         // Not spoken by the client yet: the conversation event stream and asking for a human.
         'GET /v1/public/agents/conversations/{conversation_id}/events',
         'POST /v1/public/agents/conversations/{conversation_id}/handoff',
@@ -241,6 +249,7 @@ describe('an expired session token', () => {
     assert.equal(minted.length, 1);
     assert.equal(conv.token, minted[0]);
     const reply = await conv.send('after the refresh');
+    assert.ok(reply.status === 'replied');
     assert.equal(reply.agent_message.role, 'assistant');
     assert.equal(minted.length, 1);
   });
@@ -347,6 +356,7 @@ describe('answers that ask to retry', () => {
       const started = performance.now();
       const reply = await conv.send('patience');
       const waited = performance.now() - started;
+      assert.ok(reply.status === 'replied');
       assert.equal(reply.agent_message.role, 'assistant');
       assert.ok(waited >= 990, `retried after ${waited} ms`);
       const sends = proxy.requests.filter((r) => r.url.endsWith('/messages'));

@@ -161,6 +161,26 @@ export async function allMessages(t: TestApp, sessionId: string): Promise<Messag
   return messages;
 }
 
+/**
+ * Sends `text` under `headers`' Idempotency-Key twice, as a client retrying after a refusal would: the first
+ * is served (201), the second replays it, and the session then holds that one exchange and nothing else.
+ */
+export async function assertServedOnce(
+  t: TestApp,
+  sessionId: string,
+  text: string,
+  headers: Record<string, string>,
+): Promise<void> {
+  const served = await send(t, sessionId, { content: text }, headers);
+  assert.equal(served.statusCode, 201, served.body);
+  const again = await send(t, sessionId, { content: text }, headers);
+  assert.equal(again.json().agent_message.id, served.json().agent_message.id);
+  assert.deepEqual(
+    (await allMessages(t, sessionId)).map((m) => m.role),
+    ['user', 'assistant'],
+  );
+}
+
 export const textOf = (m: Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 
 /** Uploads a file to the tenant pool and returns its id. */

@@ -5,7 +5,14 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { it } from 'node:test';
-import { allMessages, client, createSession, send, useSessionApp } from '../../helpers/sessions.ts';
+import {
+  allMessages,
+  assertServedOnce,
+  client,
+  createSession,
+  send,
+  useSessionApp,
+} from '../../helpers/sessions.ts';
 
 const t = useSessionApp();
 const api = client(t);
@@ -31,14 +38,7 @@ it('a send while another process holds the write lock is answered 503 service_un
   assert.equal(refused.headers['retry-after'], '1');
   assert.deepEqual(await allMessages(t, session.id), []);
 
-  const served = await send(t, session.id, { content: 'hello' }, headers);
-  assert.equal(served.statusCode, 201, served.body);
-  const again = await send(t, session.id, { content: 'hello' }, headers);
-  assert.equal(again.json().agent_message.id, served.json().agent_message.id);
-  assert.deepEqual(
-    (await allMessages(t, session.id)).map((m) => m.role),
-    ['user', 'assistant'],
-  );
+  await assertServedOnce(t, session.id, 'hello', headers);
 });
 
 it('creating a session while the write lock is held is answered 503 and creates none', async () => {
