@@ -175,6 +175,17 @@ perStore('handing a session to people', pgMissing, (t) => {
     assert.equal(res.json().handoff.by, 'user');
     const sent = await user.post('/messages', { content: 'still there?' });
     assert.deepEqual(sent.json(), { agent_message: null, handled_by: 'humans' });
+    // The operator's reply reaches the end user with the operator's name, and without its metadata.
+    const answered = await client(t).post(`/v1/agents/sessions/${allowed.conversation.id}/messages`, {
+      role: 'assistant',
+      content: 'Dana here, how can I help?',
+      author: operator,
+      metadata: { desk: 'tier-2' },
+    });
+    assert.equal(answered.statusCode, 201, answered.body);
+    const seen = (await user.get('/messages')).json().items.at(-1);
+    assert.deepEqual(seen.author, operator);
+    assert.equal('metadata' in seen, false);
 
     const refused = await startConversation(t, 'shop');
     const other = publicClient(t, refused.conversation.id, refused.session_token);
