@@ -36,12 +36,14 @@ import { acceptedHosts, registerHostCheck } from './http/server/host-check.ts';
 import { registerMetrics } from './http/server/metrics.ts';
 import { requireDeclaredSessions } from './http/server/route-config.ts';
 import { registerJsonBodies, validatorCompiler } from './http/server/validation.ts';
+import { EventStreams } from './http/turns/event-streams.ts';
 import { LiveTurns } from './http/turns/log.ts';
 import { ResidentBytes } from './resident-bytes.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
 import { AgentTools } from './tools/agent-tools.ts';
+import { handoffTool } from './tools/handoff-tool.ts';
 import { registerTraceMetrics } from './tracing/metrics.ts';
 import { tracingActive } from './tracing/tracer.ts';
 import { WebhookDeliverer } from './webhooks/deliverer.ts';
@@ -119,7 +121,9 @@ async function toolsFor(
   config: Config,
   log: FastifyBaseLogger,
 ): Promise<Map<string, AgentTools>> {
-  const agents = [...catalogue.values()].filter((a) => a.tools.length > 0 || a.mcp_servers.length > 0);
+  const agents = [...catalogue.values()].filter(
+    (a) => a.tools.length > 0 || a.mcp_servers.length > 0 || a.handoff.enabled,
+  );
   const httpTools = agents.some((a) => a.tools.length > 0) ? await import('./tools/http-tool.ts') : null;
   const http = agents.map((agent) =>
     agent.tools.flatMap((tool) => {
@@ -151,7 +155,8 @@ async function toolsFor(
   return new Map(
     agents.map((agent, i) => {
       const connected = servers[i]?.status === 'fulfilled' ? servers[i].value : [];
-      return [agent.id, new AgentTools(http[i] ?? [], connected)];
+      const builtIn = agent.handoff.enabled ? [handoffTool] : [];
+      return [agent.id, new AgentTools([...(http[i] ?? []), ...builtIn], connected)];
     }),
   );
 }
@@ -282,10 +287,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     metrics: webhookMetrics,
     log: app.log,
   });
+  const streams = new EventStreams(config.eventStreams);
   const host = new SessionHost({
     store,
     coordinator,
     queuedWebhookEvents: () => webhooks.wake(),
+    sessionEvents: (sessionId) => streams.committed(sessionId),
     run: createOperationRunner({
       store,
       catalogue,
@@ -336,7 +343,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
   }
   const turns = new LiveTurns();
-  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
+  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns, streams });
   const bounded = demo.bounds;
   await app.register(publicFamily, {
     prefix: PUBLIC_PREFIX,
@@ -346,6 +353,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     tokens,
     redis,
     turns,
+    streams,
     bounded,
   });
 

@@ -104,6 +104,7 @@ export const systemDenials = (
   approvals.map((a) => ({
     id: a.call_id,
     turn_id: turnId,
+    name: a.tool,
     decision: 'denied' as const,
     by: 'system' as const,
     reason,

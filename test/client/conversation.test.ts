@@ -158,7 +158,12 @@ describe('the other routes of a conversation', () => {
     );
     assert.deepEqual(
       routes.filter((r) => !called.has(r)),
-      ['POST /v1/public/agents/conversations/{conversation_id}/chat'],
+      [
+        'POST /v1/public/agents/conversations/{conversation_id}/chat',
+        // Not spoken by the client yet: the conversation event stream and asking for a human.
+        'GET /v1/public/agents/conversations/{conversation_id}/events',
+        'POST /v1/public/agents/conversations/{conversation_id}/handoff',
+      ],
     );
   });
 
