@@ -136,6 +136,13 @@ describe('the other routes of a conversation', () => {
     assert.equal(page.items.length, 2);
     assert.equal(page.next_offset, 3);
 
+    // This agent's end users may not ask for a human.
+    await assert.rejects(conv.requestHuman('a person, please'), {
+      name: 'ParleyError',
+      status: 403,
+      code: 'handoff_not_allowed',
+    });
+
     const warning = await conv.inactivity('warning');
     assert.equal(warning.step, 'warning');
     assert.equal(warning.conversation_status, 'active');
@@ -160,9 +167,8 @@ describe('the other routes of a conversation', () => {
       routes.filter((r) => !called.has(r)),
       [
         'POST /v1/public/agents/conversations/{conversation_id}/chat',
-        // Not spoken by the client yet: the conversation event stream and asking for a human.
+        // Not spoken by the client yet: the conversation event stream.
         'GET /v1/public/agents/conversations/{conversation_id}/events',
-        'POST /v1/public/agents/conversations/{conversation_id}/handoff',
       ],
     );
   });
@@ -173,6 +179,19 @@ describe('the other routes of a conversation', () => {
     const again = await conv.send('once', { idempotencyKey: 'k-1' });
     assert.deepEqual(again, first);
     assert.equal((await conv.get()).messages_count, 2);
+  });
+});
+
+describe('asking for a human', () => {
+  it('hands the conversation to people where its agent allows it: sends are then stored without a reply', async () => {
+    const conv = await openConversation(t, 'desk');
+    const asked = await conv.requestHuman('a person, please');
+    assert.equal(asked.handled_by, 'humans');
+    assert.equal(asked.handoff?.by, 'user');
+    assert.equal((await conv.requestHuman()).handoff?.reason, 'a person, please', 'a repeat keeps the first');
+    const stored = await conv.send('still there?');
+    assert.deepEqual(stored, { status: 'handled_by_humans', agent_message: null, handled_by: 'humans' });
+    assert.equal((await conv.get()).messages_count, 1);
   });
 });
 

@@ -103,6 +103,31 @@ export class ParleyClient extends KeyResources {
     });
   }
 
+  /**
+   * POST /v1/agents/sessions/{session_id}/handoff: people take the session over; its user's sends are then
+   * stored and no model answers (idempotent: a repeat keeps the first handoff).
+   */
+  handoff(sessionId: string, reason?: string | null, o: Signal = {}): Promise<Session> {
+    return this.t.json({
+      method: 'POST',
+      path: `/v1/agents/sessions/${seg(sessionId)}/handoff`,
+      json: reason === undefined ? {} : { reason },
+      idempotent: true,
+      ...o,
+    });
+  }
+
+  /** POST /v1/agents/sessions/{session_id}/handback: the agent answers again, seeing what people wrote. */
+  handback(sessionId: string, o: Signal = {}): Promise<Session> {
+    return this.t.json({
+      method: 'POST',
+      path: `/v1/agents/sessions/${seg(sessionId)}/handback`,
+      json: {},
+      idempotent: true,
+      ...o,
+    });
+  }
+
   /** POST /v1/agents/{agent_id}/run: a new session with 1 to 10 messages, and the agent's reply. */
   run(agentId: string, body: RunRequest, o: Signal = {}): Promise<RunResult> {
     return this.t.json({

@@ -158,6 +158,20 @@ export class ParleyConversation {
     return cancelTurn(this.#route, turnId, options);
   }
 
+  /**
+   * Asks for a human, where the conversation's agent allows it (else 403 `handoff_not_allowed`): people then
+   * answer, and sends are stored without a model's reply (`status: 'handled_by_humans'`). Idempotent.
+   */
+  requestHuman(reason?: string | null, options: { signal?: AbortSignal } = {}): Promise<Conversation> {
+    return this.#transport.json({
+      method: 'POST',
+      path: `${this.#path}/handoff`,
+      json: reason === undefined ? {} : { reason },
+      idempotent: true,
+      signal: options.signal,
+    });
+  }
+
   /** A page of the conversation's messages, oldest first. */
   messages(query: PageQuery = {}, options: { signal?: AbortSignal } = {}): Promise<ConversationMessagePage> {
     return this.#transport.json({

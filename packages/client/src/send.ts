@@ -4,7 +4,7 @@
 import { newIdempotencyKey } from './idempotency.ts';
 import type { Transport } from './transport.ts';
 import { type AnyTurnEvent, type TurnSource, TurnStream } from './turn-stream.ts';
-import type { MessageCreate, PausedTurn, SendInput, TurnResult } from './types.ts';
+import type { HandledByHumans, MessageCreate, PausedTurn, SendInput, TurnResult } from './types.ts';
 
 export interface SendOptions {
   /** Default: a new random key; every retry of this send (and every resume of its stream) reuses it. */
@@ -54,11 +54,16 @@ export async function sendForReply<Reply>(
   return turnResult<Reply>(response);
 }
 
-/** A send's (or a decision's) answer marked by its status: 202 is a turn waiting for decisions, else a reply. */
+/**
+ * A send's (or a decision's) answer marked by its status: 202 is a turn waiting for decisions, a 201 naming
+ * `handled_by: "humans"` a message stored for people to answer, else a reply.
+ */
 export async function turnResult<Reply>(response: Response): Promise<TurnResult<Reply>> {
   const body = (await response.json()) as object;
   if (response.status === 202)
     return { ...(body as Omit<PausedTurn, 'status'>), status: 'awaiting_approval' };
+  if ('handled_by' in body && body.handled_by === 'humans')
+    return { ...(body as Omit<HandledByHumans, 'status'>), status: 'handled_by_humans' };
   return { ...(body as Reply), status: 'replied' };
 }
 

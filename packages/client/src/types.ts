@@ -86,8 +86,20 @@ export interface PausedTurn {
   agent_message: null;
   turn: TurnState;
 }
-/** A send's (or a decision's) 201 answer, marked `status: 'replied'`, or its 202, `status: 'awaiting_approval'`. */
-export type TurnResult<Reply> = (Reply & { status: 'replied' }) | PausedTurn;
+/**
+ * The 201 of a send while people handle the session (after a handoff): the message is stored and no model
+ * answered. `status` is the client's own mark, as on PausedTurn.
+ */
+export interface HandledByHumans {
+  status: 'handled_by_humans';
+  agent_message: null;
+  handled_by: 'humans';
+}
+/**
+ * A send's (or a decision's) answer, marked by the client: `replied` (201 with the reply),
+ * `handled_by_humans` (201, stored, no reply: people answer), or `awaiting_approval` (202).
+ */
+export type TurnResult<Reply> = (Reply & { status: 'replied' }) | HandledByHumans | PausedTurn;
 
 // Public family (session token)
 export type Conversation = z.output<typeof conversationSchema>;
