@@ -194,17 +194,21 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
           tellStored(chunks, result, options, after);
           begin(result.replayed);
         } else options.turns.finish(live, message ? { ok: result } : { paused: true });
-        // A turn that waits for decisions ends this stream without a reply, its calls told as approval requests.
+        // A turn that waits for decisions ends this stream without a reply, its calls told as approval requests;
+        // so does a send while people handle the session (stored, no model answers).
         chunks.finish(finishReasons[message?.stop_reason ?? 'none'], {
           stop_reason: message?.stop_reason ?? null,
           conversation_status: result.session_status,
           usage: result.usage,
           // Said every time: metadata merges, so a message that went on after a pause must not keep saying so.
-          turn_status: message
-            ? message.stop_reason === 'cancelled'
-              ? 'cancelled'
-              : 'completed'
-            : 'awaiting_approval',
+          turn_status:
+            result.handled_by === 'humans'
+              ? 'handled_by_humans'
+              : message
+                ? message.stop_reason === 'cancelled'
+                  ? 'cancelled'
+                  : 'completed'
+                : 'awaiting_approval',
         });
       },
       (err: unknown) => {

@@ -219,6 +219,25 @@ describe('a chat on the API-key route', () => {
     });
   });
 
+  test('while people handle the session, stores the message and ends without a reply, saying who answers', async () => {
+    const session = await createSession(t);
+    const handed = await fetch(`${base}/v1/agents/sessions/${session.id}/handoff`, {
+      method: 'POST',
+      headers: keyed({ 'content-type': 'application/json' }),
+      body: '{}',
+    });
+    assert.equal(handed.status, 200, await handed.text());
+    const answer = await chat(chatPath(session.id), [userMessage('u-humans', 'A person?')], keyed());
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.errors, []);
+    assert.equal(textParts(answer.message), '');
+    assert.equal(metadataOf(answer.message).turn_status, 'handled_by_humans');
+    assert.deepEqual(
+      (await allMessages(t, session.id)).map((m) => [m.role, textOf(m)]),
+      [['user', 'A person?']],
+    );
+  });
+
   test('replays a second identical request (the same user message id) without a second turn', async () => {
     const session = await createSession(t);
     const messages = [userMessage('u-replay', 'Only once')];
