@@ -31,6 +31,7 @@ const message = (i: number): MessageRecord => ({
   stop_reason: null,
   usage: null,
   tool_calls: null,
+  author: null,
 });
 await history.recent(50, 4_000_000, async () => Array.from({ length: 50 }, (_, i) => message(i)));
 const entry = { history, session: { messages_count: 50, tenant_id: 't1' } } as unknown as SessionEntry;

@@ -1,10 +1,11 @@
-// Composition root: chooses the implementations (coordinator, providers, and the store through
-// store/open-store.ts, which the CLI shares) and wires plugins and routes. Implementations that only some
+// Composition root: chooses the implementations (the coordinator; the store through store/open-store.ts,
+// which the CLI shares; each agent's provider and tools, as its catalogue entry names them, through
+// agents/agent-providers.ts and tools/agent-tool-sets.ts) and wires plugins and routes. Implementations that only some
 // configurations need (Redis, PostgreSQL, a model's HTTP client) are imported only when chosen, so a process
 // loads what it runs. src/server.ts only starts and stops what this builds.
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { serializerCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Redis } from 'ioredis';
 import { createActorMetrics } from './actors/actor-metrics.ts';
@@ -13,15 +14,14 @@ import { createOperationRunner } from './actors/operations.ts';
 import { SessionHost, TURN_GRACE_MS } from './actors/session-host.ts';
 import { SessionService } from './actors/session-service.ts';
 import { largestTurnOverShare } from './actors/turn-estimate.ts';
-import { type AgentConfig, type Catalogue, loadCatalogue } from './agents/catalogue.ts';
+import { providersFor } from './agents/agent-providers.ts';
+import { loadCatalogue } from './agents/catalogue.ts';
 import { FileCache } from './agents/file-cache.ts';
-import type { Provider } from './agents/provider.ts';
-import { ScriptedProvider } from './agents/scripted.ts';
 import { ensureBootstrapKey } from './auth/api-keys.ts';
 import { SessionTokens, tokenSecret } from './auth/session-tokens.ts';
 import { type ClusterMetrics, createClusterMetrics } from './cluster/cluster-metrics.ts';
 import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
-import { type Config, ConfigError } from './config.ts';
+import type { Config } from './config.ts';
 import { apiFamily } from './http/api/family.ts';
 import { demoKeyCount, demoRoutes } from './http/open/demo.ts';
 import { demoSetup } from './http/open/demo-setup.ts';
@@ -37,12 +37,13 @@ import { acceptedHosts, registerHostCheck } from './http/server/host-check.ts';
 import { registerMetrics } from './http/server/metrics.ts';
 import { requireDeclaredSessions } from './http/server/route-config.ts';
 import { registerJsonBodies, validatorCompiler } from './http/server/validation.ts';
+import { EventStreams } from './http/turns/event-streams.ts';
 import { LiveTurns } from './http/turns/log.ts';
 import { ResidentBytes } from './resident-bytes.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
-import { AgentTools } from './tools/agent-tools.ts';
+import { toolsFor } from './tools/agent-tool-sets.ts';
 import { registerTraceMetrics } from './tracing/metrics.ts';
 import { tracingActive } from './tracing/tracer.ts';
 import { WebhookDeliverer } from './webhooks/deliverer.ts';
@@ -62,99 +63,6 @@ export interface AppDependencies {
   store?: Store;
   /** The caller prints the start-up facts (app.startup) on a terminal itself: no JSON hint is logged then. */
   terminal?: boolean;
-}
-
-/** One provider per agent, as its catalogue entry asks. */
-async function providersFor(
-  catalogue: Catalogue,
-  config: Config,
-): Promise<Map<string, Provider & { close?(): Promise<void> }>> {
-  const providers = new Map<string, Provider & { close?(): Promise<void> }>();
-  for (const agent of catalogue.values()) providers.set(agent.id, await providerFor(agent, config));
-  return providers;
-}
-
-async function providerFor(
-  agent: AgentConfig,
-  config: Config,
-): Promise<Provider & { close?(): Promise<void> }> {
-  if (agent.provider === 'scripted')
-    return new ScriptedProvider({ tokenDelayMs: agent.scripted.token_delay_ms, maxTokens: agent.max_tokens });
-  const defaults = {
-    openai: { key: 'OPENAI_API_KEY', url: config.openai.baseUrl ?? 'https://api.openai.com/v1' },
-    anthropic: { key: 'ANTHROPIC_API_KEY', url: 'https://api.anthropic.com/v1' },
-    'openai-compatible': { key: undefined, url: undefined },
-  }[agent.provider];
-  const keyVariable = agent.api_key_env ?? defaults.key;
-  const apiKey = keyVariable === undefined ? undefined : config.providerKeys[keyVariable];
-  if (agent.api_key_env && !apiKey) {
-    throw new ConfigError(`Invalid configuration: agent ${agent.id} names ${keyVariable}, which is not set.`);
-  }
-  const baseUrl = agent.base_url ?? defaults.url;
-  // The catalogue requires a base_url where there is no default.
-  if (baseUrl === undefined)
-    throw new ConfigError(`Invalid configuration: agent ${agent.id} has no base_url.`);
-  const { remoteProvider } = await import('./agents/ai-sdk-provider.ts');
-  return remoteProvider(agent.provider, {
-    baseUrl,
-    ...(apiKey ? { apiKey } : {}),
-    settings: {
-      maxTokens: agent.max_tokens,
-      ...(agent.temperature !== undefined ? { temperature: agent.temperature } : {}),
-      ...(agent.top_p !== undefined ? { topP: agent.top_p } : {}),
-      ...(agent.stop !== undefined ? { stop: agent.stop } : {}),
-      ...(agent.seed !== undefined ? { seed: agent.seed } : {}),
-      ...(agent.provider_options !== undefined ? { providerOptions: agent.provider_options } : {}),
-    },
-  });
-}
-
-/**
- * Each agent's tools: its HTTP tools, and its MCP servers connected (each module loaded only when an agent
- * has such a tool, so that a process without tools never loads undici, standardwebhooks or the MCP SDK). A
- * secret or header variable that is not set stops the start before any server is started; an MCP server
- * that is down does not stop it. Every agent's servers connect at once.
- */
-async function toolsFor(
-  catalogue: Catalogue,
-  config: Config,
-  log: FastifyBaseLogger,
-): Promise<Map<string, AgentTools>> {
-  const agents = [...catalogue.values()].filter((a) => a.tools.length > 0 || a.mcp_servers.length > 0);
-  const httpTools = agents.some((a) => a.tools.length > 0) ? await import('./tools/http-tool.ts') : null;
-  const http = agents.map((agent) =>
-    agent.tools.flatMap((tool) => {
-      const secret = tool.secret_env === undefined ? undefined : config.toolEnv[tool.secret_env];
-      if (tool.secret_env !== undefined && !secret) {
-        throw new ConfigError(
-          `Invalid configuration: agent ${agent.id}, tool ${tool.name} names ${tool.secret_env}, which is not set.`,
-        );
-      }
-      return httpTools ? [httpTools.httpTool(tool, secret === undefined ? {} : { secret })] : [];
-    }),
-  );
-  const mcp = agents.some((a) => a.mcp_servers.length > 0) ? await import('./tools/mcp-tools.ts') : null;
-  const servers = await Promise.allSettled(
-    agents.map((agent) =>
-      mcp && agent.mcp_servers.length > 0
-        ? mcp.connectMcpServers(agent.mcp_servers, { env: config.toolEnv, log })
-        : Promise.resolve([]),
-    ),
-  );
-  const failed = servers.findIndex((s) => s.status === 'rejected');
-  if (failed >= 0) {
-    await Promise.all(
-      servers.flatMap((s) => (s.status === 'fulfilled' ? s.value.map((source) => source.close()) : [])),
-    );
-    const reason = servers[failed]?.status === 'rejected' ? servers[failed].reason : undefined;
-    throw new ConfigError(`Invalid configuration: agent ${agents[failed]?.id}: ${(reason as Error).message}`);
-  }
-  return new Map(
-    agents.map((agent, i) => {
-      const connected = servers[i]?.status === 'fulfilled' ? servers[i].value : [];
-      return [agent.id, new AgentTools(http[i] ?? [], connected)];
-    }),
-  );
 }
 
 /** Cluster mode: a coordinator on Redis leases, forwarding to each shard's owner, shared rate-limit counters. */
@@ -283,10 +191,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     metrics: webhookMetrics,
     log: app.log,
   });
+  const streams = new EventStreams(config.eventStreams);
   const host = new SessionHost({
     store,
     coordinator,
     queuedWebhookEvents: () => webhooks.wake(),
+    sessionEvents: (sessionId) => streams.committed(sessionId),
     run: createOperationRunner({
       store,
       catalogue,
@@ -337,7 +247,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
   }
   const turns = new LiveTurns();
-  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns });
+  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns, streams });
   await app.register(responsesFamily, { store, config, sessions, redis, turns });
   const bounded = demo.bounds;
   await app.register(publicFamily, {
@@ -348,6 +258,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     tokens,
     redis,
     turns,
+    streams,
     bounded,
   });
 

@@ -70,6 +70,9 @@ const envSchema = z
     PARLEY_ACTOR_IDLE_SECONDS: integer(1, 86_400).default(600),
     PARLEY_SWEEP_SECONDS: integer(1, 3600).default(60),
     PARLEY_SSE_PING_SECONDS: integer(1, 3600).default(15),
+    PARLEY_EVENT_STREAMS_PER_CONVERSATION: integer(1, 10_000).default(10),
+    PARLEY_MAX_EVENT_STREAMS: integer(1, 1_000_000).default(1000),
+    PARLEY_EVENT_STREAM_POLL_MS: integer(50, 60_000).default(1000),
     PARLEY_LEASE_TTL_MS: integer(1000, 600_000).default(10_000),
     PARLEY_DRAIN_DELAY_MS: integer(0, 60_000).default(1000),
     PARLEY_NODE_HEADER: z
@@ -166,6 +169,8 @@ export interface Config {
   };
   /** Between `: ping` comments on an open event stream. */
   readonly ssePingMs: number;
+  /** Conversation event streams (docs/guides/humans.md#the-conversation-event-stream): how many, how often read. */
+  readonly eventStreams: { readonly perConversation: number; readonly max: number; readonly pollMs: number };
   /** Shard lease and membership TTL in cluster mode. */
   readonly leaseTtlMs: number;
   /** Cluster mode: how long a stopping process keeps serving after readiness fails, for balancers to notice. */
@@ -281,6 +286,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxWaitMs: e.PARLEY_ADMISSION_WAIT_MS,
     },
     ssePingMs: e.PARLEY_SSE_PING_SECONDS * 1000,
+    eventStreams: {
+      perConversation: e.PARLEY_EVENT_STREAMS_PER_CONVERSATION,
+      max: e.PARLEY_MAX_EVENT_STREAMS,
+      pollMs: e.PARLEY_EVENT_STREAM_POLL_MS,
+    },
     leaseTtlMs: e.PARLEY_LEASE_TTL_MS,
     drainDelayMs: e.PARLEY_DRAIN_DELAY_MS,
     nodeHeader: e.PARLEY_NODE_HEADER,

@@ -28,6 +28,11 @@ export const errorCatalogue = {
     message: 'The API key is not allowed to use this agent.',
   },
   role_not_allowed: { status: 403, name: 'RoleNotAllowedError', message: 'This role may not be sent here.' },
+  handoff_not_allowed: {
+    status: 403,
+    name: 'HandoffNotAllowedError',
+    message: "This agent's conversations may not ask for a human.",
+  },
   not_found: { status: 404, name: 'NotFoundError', message: 'No such route.' },
   agent_not_found: { status: 404, name: 'AgentNotFoundError', message: 'No such agent.' },
   user_not_found: { status: 404, name: 'UserNotFoundError', message: 'No such user.' },
@@ -120,6 +125,11 @@ export const errorCatalogue = {
     status: 421,
     name: 'HostNotAllowedError',
     message: 'This service does not answer for the host this request names.',
+  },
+  event_stream_limit: {
+    status: 429,
+    name: 'EventStreamLimitError',
+    message: 'Too many event streams are open on this conversation; close one, or retry after Retry-After.',
   },
   rate_limited: {
     status: 429,

@@ -23,6 +23,7 @@ function message(text: string): MessageRecord {
     stop_reason: null,
     usage: null,
     tool_calls: null,
+    author: null,
   };
 }
 

@@ -1,6 +1,6 @@
 // A graceful stop of the service as a real process (docs/internals/decisions.md#graceful-stop): SIGTERM
-// drains within a few seconds plus the running turns, whatever connections clients left open, and a turn
-// running at the SIGTERM is still completed and stored. Clients are raw sockets, so that each leaves its
+// drains within a few seconds plus the running turns, whatever connections clients left open (conversation
+// event streams included), and a turn running at the SIGTERM is still completed and stored. Clients are raw sockets, so that each leaves its
 // connection exactly as written.
 import assert from 'node:assert/strict';
 import { writeFile } from 'node:fs/promises';
@@ -143,4 +143,21 @@ test('a single process answers /readyz with 503 while a turn running at the SIGT
   );
   await stream.until('event: turn.completed');
   await stopped;
+});
+
+test('SIGTERM exits 0 within seconds while clients follow conversation event streams, which end so that they reconnect elsewhere', {
+  timeout: 60_000,
+}, async (t) => {
+  const service = await startSlowService(t, await tempDir(t));
+  const sessionId = await createSlowSession(service);
+  // Two followers of one conversation: streams that never end by themselves.
+  const followers = await Promise.all([openWire(service.port), openWire(service.port)]);
+  for (const follower of followers) {
+    follower.socket.write(
+      httpRequest('GET', `/v1/agents/sessions/${sessionId}/events`, { headers: { 'x-api-key': apiKey } }),
+    );
+    await follower.until(': following');
+  }
+  await terminate(t, service);
+  await Promise.all(followers.map((f) => f.closed));
 });

@@ -60,6 +60,7 @@ export async function runDecide(
       apply.push({
         id: d.call_id,
         turn_id: turnId,
+        name: call.name,
         decision: d.approved ? 'approved' : 'denied',
         by,
         reason: d.reason,

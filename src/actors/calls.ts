@@ -42,6 +42,7 @@ export class Calls {
     decide: new Map(),
     resume: new Map(),
     cancel: new Map(),
+    handoff: new Map(),
   };
 
   /** Waits for the answer to `op`; a second call with the same id (an expiry) waits for the same answer. */

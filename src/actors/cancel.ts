@@ -98,6 +98,7 @@ export async function endPaused(
       toolResults: unsent.map((c) => ({
         id: c.id,
         turn_id: paused.turnId,
+        name: c.name,
         status: 'error' as const,
         output: cancelledOutput,
         duration_ms: 0,

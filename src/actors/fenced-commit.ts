@@ -11,10 +11,12 @@ import {
   type Store,
   type WebhookEvent,
 } from '../store/store.ts';
-import { sessionEndedEvent } from '../webhooks/webhook-events.ts';
+import { handoffEvent, messageCreatedEvent, sessionEndedEvent } from '../webhooks/webhook-events.ts';
 import { traceDecisions } from './approval-traces.ts';
 import type { SessionChange } from './operation-context.ts';
+import { newMessageView } from './public-message.ts';
 import type { SessionEntry } from './resident-actors.ts';
+import { sessionEventsOf } from './session-events.ts';
 
 export interface FencedCommitDeps {
   store: Store;
@@ -24,6 +26,8 @@ export interface FencedCommitDeps {
   lost(shard: number): void;
   /** A write queued webhook events: the deliverer may look at once. */
   queuedWebhookEvents?(): void;
+  /** A write appended events to a session's log, the last of them `seq`: its streams may read them now. */
+  sessionEvents?(sessionId: string, seq: number): void;
 }
 
 export async function commitFenced(
@@ -37,12 +41,16 @@ export async function commitFenced(
   const { event, patch, last, ...write } = change;
   const snapshot = persistedSnapshot(entry.actor.getSnapshot(), event);
   const keyed = write.idempotency !== undefined || write.idempotencyResponse !== undefined;
-  const events = withSessionEvents(entry, change);
+  const hooks = withSessionEvents(entry, change);
+  const at = hooks?.at ?? change.at ?? new Date().toISOString();
+  const logged = sessionEventsOf(id, change, at);
   let result: SessionWriteResult;
   try {
     result = await deps.store.commitSession({
       ...write,
-      ...events,
+      ...hooks,
+      at,
+      events: logged,
       session_id: id,
       fence,
       patch: { ...patch, snapshot },
@@ -57,39 +65,56 @@ export async function commitFenced(
     if (keyed) entry.keyedCommits++;
   }
   if (result.webhook_deliveries > 0) deps.queuedWebhookEvents?.();
+  if (logged.length > 0) deps.sessionEvents?.(id, result.events_count);
   if (write.decisions) traceDecisions(deps.store, id, write.decisions);
   entry.session.messages_count = result.messages_count;
+  if (patch?.handoff !== undefined) {
+    entry.session.handoff = patch.handoff;
+    entry.session.handled_by = patch.handoff ? 'humans' : 'agent';
+  }
   // Kept for the session events' record; the rest of the row is the actor's snapshot.
   if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;
   entry.history.append(result.messages);
   // An event costs a whole machine transition; an operation's closing activity rides on its DONE, a few
   // microtasks later. In between the actor still has the lifetime of the turn's first commit: an expiry
   // submitted then waits behind the turn and checks the lifetime again when it runs (operations.ts).
-  if (last && event?.type === 'ACTIVITY' && !event.byUser && !event.turnEnded)
+  if (last && event?.type === 'ACTIVITY' && !event.byUser && !event.turnEnded && !event.handoff)
     entry.doneExpiresAt = event.expiresAt;
   else if (event) entry.actor.send(event);
   return result;
 }
 
 /**
- * The change's webhook events, with session.closed or session.expired added when it ends the session
- * (terminate, an inactivity final message, expiry): the record as it will be after the write, at its time.
+ * The change's webhook events, with message.created for each message it stores, session.handoff_requested or
+ * session.handed_back when it changes who handles the session, and session.closed or session.expired when it
+ * ends the session (terminate, an inactivity final message, expiry): the record as it will be after the
+ * write, at its time.
  */
 function withSessionEvents(
   entry: SessionEntry,
   change: SessionChange,
 ): { webhookEvents: WebhookEvent[]; at?: string } | undefined {
-  const { patch, webhookEvents } = change;
+  const { patch, webhookEvents, messages } = change;
   const ended = patch?.status === 'closed' || patch?.status === 'expired' ? patch.status : null;
-  if (!ended) return webhookEvents ? { webhookEvents } : undefined;
+  const handoff = patch?.handoff;
+  if (!ended && handoff === undefined && !messages?.length)
+    return webhookEvents ? { webhookEvents } : undefined;
   const { session } = entry;
   const at = change.at ?? new Date().toISOString();
-  const ending = sessionEndedEvent(session, ended, {
+  const after = {
+    ...session,
     updated_at: at,
-    messages_count: session.messages_count + (change.messages?.length ?? 0),
+    messages_count: session.messages_count + (messages?.length ?? 0),
     last_message_at: patch?.last_message_at ?? session.last_message_at,
     closed_at: patch?.closed_at ?? session.closed_at,
     close_reason: patch?.close_reason ?? session.close_reason,
-  });
-  return { webhookEvents: [...(webhookEvents ?? []), ending], at };
+    ...(handoff === undefined
+      ? {}
+      : { handoff, handled_by: handoff ? ('humans' as const) : ('agent' as const) }),
+  };
+  const events = (messages ?? []).map((m) => messageCreatedEvent(session, newMessageView(m, at), at));
+  events.push(...(webhookEvents ?? []));
+  if (handoff !== undefined) events.push(handoffEvent(after, at));
+  if (ended) events.push(sessionEndedEvent(after, ended, after));
+  return { webhookEvents: events, at };
 }

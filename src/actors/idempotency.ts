@@ -37,7 +37,9 @@ export interface KeyUse {
 export type EarlierAttempt =
   | { state: 'none' }
   | { state: 'started'; turn_id: string }
-  | { state: 'finished'; turn_id: string; agent_message: PublicMessage };
+  | { state: 'finished'; turn_id: string; agent_message: PublicMessage }
+  /** A send stored while people handled the session: no reply, the user's message is the answer. */
+  | { state: 'finished'; turn_id: string; agent_message: null; user_message: PublicMessage };
 
 /** One read of a key's record, and the entry and count of keyed commits it was read at. */
 export interface KeyLookup extends KeyUse {
@@ -62,7 +64,7 @@ export async function lookUpKey(store: Store, entry: SessionEntry, use: KeyUse):
     ? { state: 'none' }
     : live.status_code === null
       ? { state: 'started', turn_id: live.turn_id }
-      : { state: 'finished', turn_id: live.turn_id, agent_message: storedAnswer(live.response) };
+      : { state: 'finished', turn_id: live.turn_id, ...storedAnswer(live.response) };
   return { key, fingerprint, attempt, entry, keyedCommits };
 }
 
@@ -103,12 +105,32 @@ export function keyAnswer(
   return { key: use.key, status_code: 201, response: { agent_message: agentMessage } };
 }
 
-/** The agent message of a stored answer, as `keyAnswer` wrote it. */
-function storedAnswer(response: unknown): PublicMessage {
-  const message =
-    response && typeof response === 'object' && 'agent_message' in response ? response.agent_message : null;
+/** The answer a send stored while people handled the session: its user's message, no reply. */
+export function humansKeyAnswer(
+  use: KeyUse,
+  userMessage: PublicMessage,
+): NonNullable<SessionWrite['idempotencyResponse']> {
+  return {
+    key: use.key,
+    status_code: 201,
+    response: { agent_message: null, handled_by: 'humans', user_message: userMessage },
+  };
+}
+
+/** The messages of a stored answer, as `keyAnswer` or `humansKeyAnswer` wrote it. */
+function storedAnswer(
+  response: unknown,
+): { agent_message: PublicMessage } | { agent_message: null; user_message: PublicMessage } {
+  const field = (name: string) =>
+    response && typeof response === 'object' && name in response
+      ? (response as Record<string, unknown>)[name]
+      : null;
+  const message = field('agent_message');
+  const userMessage = field('user_message');
+  if (message === null && isPublicMessage(userMessage))
+    return { agent_message: null, user_message: userMessage };
   if (!isPublicMessage(message)) throw new Error('An Idempotency-Key record holds no readable answer');
-  return message;
+  return { agent_message: message };
 }
 
 function isPublicMessage(value: unknown): value is PublicMessage {

@@ -49,7 +49,15 @@ export async function runInactivity(
     step,
     message: stored
       ? publicMessage(stored)
-      : { ...message, created_at: at, metadata: null, stop_reason: null, usage: null, tool_calls: null },
+      : {
+          ...message,
+          created_at: at,
+          metadata: null,
+          stop_reason: null,
+          usage: null,
+          tool_calls: null,
+          author: null,
+        },
     conversation_status: closes ? 'closed' : 'active',
   };
 }

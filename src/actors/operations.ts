@@ -1,11 +1,12 @@
 // The operations a session runs, one at a time in its actor, as one tagged union: each kind with its payload,
 // its result and the function that runs it. The host's `submit` and the runner are typed from this table, so
 // a caller gets its kind's result. Terminate and expiry are small enough to live here; a turn is turn.ts, an
-// inactivity step inactivity.ts, a decision approvals.ts, a paused turn going on turn-continue.ts and a
-// cancel cancel.ts.
+// inactivity step inactivity.ts, a decision approvals.ts, a paused turn going on turn-continue.ts, a
+// cancel cancel.ts and a handoff handoff.ts.
 import type { OperationKind, SessionSnapshot } from '../machines/session.ts';
 import { type DecidePayload, type DecideResult, runDecide } from './approvals.ts';
 import { type CancelPayload, type CancelResult, endPaused, runCancel } from './cancel.ts';
+import { type HandoffPayload, type HandoffResult, runHandoff } from './handoff.ts';
 import { type InactivityPayload, type InactivityResult, runInactivity } from './inactivity.ts';
 import type { OperationContext, OperationDeps, OperationOf } from './operation-context.ts';
 import { closed, expired } from './session-changes.ts';
@@ -32,6 +33,7 @@ export interface OperationTypes {
   decide: { payload: DecidePayload; result: DecideResult };
   resume: { payload: ResumePayload; result: TurnResult | null };
   cancel: { payload: CancelPayload; result: CancelResult };
+  handoff: { payload: HandoffPayload; result: HandoffResult };
 }
 
 /** An operation of kind `K` (of any kind by default): the tagged union. */
@@ -59,6 +61,7 @@ export function createOperationRunner(deps: OperationDeps): OperationRunner {
     decide: (context, op) => runDecide(deps, context, op),
     resume: (context, op) => runResume(deps, context, op),
     cancel: (context, op) => runCancel(deps, context, op),
+    handoff: runHandoff,
     expire: async (context) => {
       // A turn that ran while this waited may have moved the lifetime on (a model that wrote for longer than
       // the session's lifetime: the sweep found it due from the turn's first message).

@@ -4,8 +4,10 @@
 import type {
   ContentBlock,
   JsonObject,
+  MessageAuthor,
   MessageRecord,
   MessageUsage,
+  NewMessage,
   StopReason,
   ToolCallSummary,
 } from '../store/store.ts';
@@ -24,6 +26,8 @@ export interface PublicMessage {
    * produced.
    */
   tool_calls: ToolCallSummary[] | null;
+  /** The operator who wrote the message (docs/guides/humans.md); null on every other message. */
+  author: MessageAuthor | null;
 }
 
 export const publicMessage = (m: MessageRecord): PublicMessage => ({
@@ -35,6 +39,20 @@ export const publicMessage = (m: MessageRecord): PublicMessage => ({
   stop_reason: m.stop_reason,
   usage: m.usage,
   tool_calls: m.tool_calls,
+  author: m.author,
+});
+
+/** A message a commit stores, as the API will show it once stored at `at`. */
+export const newMessageView = (m: NewMessage, at: string): PublicMessage => ({
+  id: m.id,
+  role: m.role,
+  content: m.content,
+  created_at: at,
+  metadata: m.metadata,
+  stop_reason: m.stop_reason ?? null,
+  usage: m.usage ?? null,
+  tool_calls: m.tool_calls ?? null,
+  author: m.author ?? null,
 });
 
 /**

@@ -1,6 +1,7 @@
 // A session's lasting changes, each defined once: the columns it sets on the session row and the machine
 // event it implies. An operation commits one with its messages; the host applies the event to the stored
 // snapshot in the same write and sends it to the actor once the write is committed.
+import type { Handoff } from '../machines/session.ts';
 import type { SessionChange } from './operation-context.ts';
 
 type Transition = Required<Pick<SessionChange, 'patch' | 'event'>>;
@@ -25,6 +26,12 @@ export const closed = (at: string, reason: string | null): Transition => ({
   patch: { status: 'closed', closed_at: at, close_reason: reason },
   event: { type: 'CLOSED', closedAt: at, reason },
 });
+
+/** People handle the session from now on (`handoff`), or the agent again (null). */
+export const handoffChange = (handoff: Handoff | null): Transition =>
+  handoff
+    ? { patch: { handoff }, event: { type: 'HANDED_OFF', handoff } }
+    : { patch: { handoff: null }, event: { type: 'HANDED_BACK' } };
 
 /** The session's lifetime has passed. */
 export const expired = (): Transition => ({ patch: { status: 'expired' }, event: { type: 'EXPIRED' } });

@@ -47,6 +47,8 @@ export interface SessionHostOptions {
   maxWaiting?: number;
   /** A commit queued webhook events (the deliverer looks at once instead of at its next poll). */
   queuedWebhookEvents?(): void;
+  /** A commit appended events to a session's log (its open event streams read them at once). */
+  sessionEvents?(sessionId: string, seq: number): void;
   /** The sessions of `tenantId` are deleted by the sweep `afterMs` after their creation (the demo's). */
   retention?: { tenantId: string; afterMs: number };
   log?: { warn(obj: unknown, msg?: string): void; error(obj: unknown, msg?: string): void };
@@ -92,6 +94,7 @@ export class SessionHost implements ShardHandler {
       fence: (shard) => options.coordinator.fence(shard),
       lost: (shard) => this.#lostShard(shard),
       queuedWebhookEvents: options.queuedWebhookEvents,
+      sessionEvents: options.sessionEvents,
     };
     // Every running model call listens on it: as many listeners as turns in flight, not a leak.
     setMaxListeners(0, this.#shutdown.signal);

@@ -12,6 +12,7 @@ import { SHARD_COUNT, shardOf } from '../shards.ts';
 import {
   type ContentBlock,
   type JsonObject,
+  type MessageAuthor,
   type MessageRecord,
   type SessionRecord,
   StaleEpochError,
@@ -37,6 +38,8 @@ export interface MessageInput {
   content: string | BlockInput[];
   role: 'user' | 'assistant';
   metadata?: JsonObject | null;
+  /** Who wrote an assistant message (an operator); refused on a user's message. */
+  author?: MessageAuthor | undefined;
 }
 
 export interface SessionFields {
@@ -190,8 +193,10 @@ export class SessionService extends TurnActions {
     const content = await contentBlocks(this.#o.store, tenantId, message.content, fileAt, options.authorize, {
       sessionId: options.ownFilesOnly ? sessionId : undefined,
     });
-    // An authored assistant message calls no model: it only stores.
-    const history = message.role === 'user' ? knownHistory(entry) : undefined;
+    // An authored assistant message calls no model, nor does a send while people handle the session: it only
+    // stores.
+    const humans = entry.actor.getSnapshot().context.handoff !== undefined;
+    const history = message.role === 'user' && !humans ? knownHistory(entry) : undefined;
     const result = await this.#admitted(tenantId, history, [content], (reservation) =>
       this.#o.host.submit(
         entry,
@@ -199,7 +204,15 @@ export class SessionService extends TurnActions {
           id: newId('turn'),
           kind: 'send',
           payload: {
-            messages: [{ id: newId('msg'), role: message.role, content, metadata: message.metadata ?? null }],
+            messages: [
+              {
+                id: newId('msg'),
+                role: message.role,
+                content,
+                metadata: message.metadata ?? null,
+                author: message.author ?? null,
+              },
+            ],
             reply: message.role === 'user',
             replyId: newId('msg'),
           },

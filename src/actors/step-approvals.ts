@@ -12,6 +12,8 @@ export type StepCall = ToolCallRecord | NewToolCall;
 /** A call waiting for a decision, as answers, events and the Session record show it. */
 export interface Approval {
   call_id: string;
+  /** The turn that waits: what a decision names (POST …/turns/{turn_id}/approvals). */
+  turn_id: string;
   tool: string;
   input: unknown;
   approver: Approver;
@@ -51,6 +53,7 @@ export function approvalOf(call: NewToolCall | ToolCallRecord, at?: string): App
   const requested_at = 'created_at' in call ? call.created_at : (at ?? '');
   return {
     call_id: call.id,
+    turn_id: call.turn_id,
     tool: call.name,
     input: call.input,
     approver: approval.approver,
@@ -101,6 +104,7 @@ export const systemDenials = (
   approvals.map((a) => ({
     id: a.call_id,
     turn_id: turnId,
+    name: a.tool,
     decision: 'denied' as const,
     by: 'system' as const,
     reason,

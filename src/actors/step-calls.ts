@@ -67,6 +67,7 @@ export class StepCalls {
       toolResults: unsent.map((c) => ({
         id: c.id,
         turn_id,
+        name: c.name,
         status: 'error',
         output: cancelledOutput,
         duration_ms: 0,
@@ -127,7 +128,7 @@ export class StepCalls {
       : { status: 'error', output: missing(call.name, this.#tools) };
     const duration_ms = Math.round(performance.now() - started);
     await this.#context.commit({
-      toolResults: [{ id: call.id, turn_id: this.#turn.turnId, ...outcome, duration_ms }],
+      toolResults: [{ id: call.id, turn_id: this.#turn.turnId, name: call.name, ...outcome, duration_ms }],
       event: { type: 'TOOL_RESULT' },
     });
     this.#account(call, outcome.status, duration_ms, tool !== undefined);
@@ -203,6 +204,7 @@ export function refusals(asked: readonly ModelToolCall[], turnId: string) {
           {
             id: c.id,
             turn_id: turnId,
+            name: c.name,
             status: 'error' as const,
             output: invalidInput(c.invalid),
             duration_ms: 0,

@@ -14,6 +14,7 @@ import type { StopReason, ToolCallRecord, ToolCallSummary } from '../store/store
 import type { AgentTools } from '../tools/agent-tools.ts';
 import { turnAwaitingEvent } from '../webhooks/webhook-events.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
+import { turnAwaiting } from './session-events.ts';
 import {
   type Approval,
   approvalOf,
@@ -192,6 +193,7 @@ class StepLoop {
         ? {
             patch: { wake_at: wakeAt(approvals) },
             webhookEvents: [turnAwaitingEvent(this.#context.entry.session, turnId, approvals, at)],
+            events: [turnAwaiting(turnId, approvals)],
           }
         : {}),
       event: {

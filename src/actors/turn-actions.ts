@@ -1,11 +1,12 @@
 // What the session service (session-service.ts) does to a turn besides sending: decide the tool calls it
-// waits for, cancel it, and tell which calls wait (docs/internals/decisions.md#approvals). A base class of the
-// service, so that the routes call both alike.
+// waits for, cancel it, and tell which calls wait (docs/internals/decisions.md#approvals); and who answers the
+// session's turns, the agent or people (docs/guides/humans.md). A base class of the service, so that the
+// routes call both alike.
 
 import { AppError, sessionNotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Approver, SessionStatus } from '../machines/session.ts';
-import type { Store } from '../store/store.ts';
+import type { Approver, Handoff, SessionStatus } from '../machines/session.ts';
+import type { SessionRecord, Store } from '../store/store.ts';
 import type { Reservation } from './admission.ts';
 import type { DecideResult, Decision } from './approvals.ts';
 import { type CancelResult, storedTurnAnswer } from './cancel.ts';
@@ -24,17 +25,24 @@ export class TurnActions {
 
   /**
    * Decisions on the calls turn `turnId` waits for, by `by`'s family; answers like a send once they are
-   * committed (docs/internals/decisions.md#approvals).
+   * committed (docs/internals/decisions.md#approvals). A null `turnId` is the session's paused turn (an AI SDK
+   * chat names only the calls): without one, no call waits.
    */
   async decide(
     tenantId: string,
     sessionId: string,
-    turnId: string,
+    turnId: string | null,
     decisions: Decision[],
     options: { authorize: Authorize; by: Approver; observer?: TurnObserver },
   ): Promise<DecideResult & { session_status: SessionStatus }> {
     const entry = await this.entryOf(tenantId, sessionId, options.authorize);
-    const payload = { turnId, by: options.by, decisions };
+    const paused = turnId ?? entry.actor.getSnapshot().context.paused?.turnId;
+    if (paused === undefined) {
+      throw new AppError('approval_not_pending', undefined, {
+        context: { turn_id: null, call_id: decisions[0]?.call_id ?? null, state: 'unknown' },
+      });
+    }
+    const payload = { turnId: paused, by: options.by, decisions };
     // A decision may let the turn go on to the model: admitted by memory as a send is.
     const result = await this.admitTurn(tenantId, entry, (reservation) =>
       this.options.host.submit(
@@ -69,6 +77,25 @@ export class TurnActions {
       result = await storedTurnAnswer(this.options.store, sessionId, turnId);
     }
     return { ...result, session_status: this.options.host.status(entry) };
+  }
+
+  /**
+   * Hands the session to people (`handoff`: why, and who asks) or back to the agent (null), once that is
+   * committed (docs/guides/humans.md); the session as stored then. A repeated handoff or handback changes
+   * nothing; a closed or expired session answers 409 as a send does.
+   */
+  async handoff(
+    tenantId: string,
+    sessionId: string,
+    handoff: Omit<Handoff, 'requested_at'> | null,
+    authorize: Authorize,
+  ): Promise<SessionRecord> {
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
+    const payload = { handoff: handoff && { ...handoff, requested_at: new Date().toISOString() } };
+    await this.options.host.submit(entry, { id: newId('op'), kind: 'handoff', payload });
+    const session = await this.options.store.getSession(tenantId, sessionId);
+    if (!session) throw sessionNotFound(sessionId);
+    return session;
   }
 
   /** The id of the session's paused turn, if it has one (its actor is activated to tell). */

@@ -5,10 +5,12 @@
 import type { AgentConfig } from '../agents/catalogue.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import { AppError } from '../errors.ts';
+import { handoffAsked } from '../tools/handoff-tool.ts';
 import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.ts';
 import type { OperationContext, OperationDeps, SessionChange } from './operation-context.ts';
 import type { PublicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
+import { turnFailed, turnReplied } from './session-events.ts';
 import type { StepsReply } from './tool-steps.ts';
 
 export interface TurnEnd {
@@ -44,6 +46,7 @@ export async function commitReply(
     stop_reason: reply.stop_reason,
     usage: reply.usage,
     tool_calls: reply.tool_calls,
+    author: null,
   };
 
   await context.commit({
@@ -61,12 +64,13 @@ export async function commitReply(
         tool_calls: reply.tool_calls,
       },
     ],
-    ...activity(at, agent.session_ttl * 1000, false, end.endsPaused),
+    ...handingOff(activity(at, agent.session_ttl * 1000, false, end.endsPaused), reply, at),
     last: true,
     ...(end.key
       ? { idempotencyResponse: { key: end.key, status_code: 201, response: { agent_message: agentMessage } } }
       : {}),
     webhookEvents: [turnCompletedEvent(session, turnId, agentMessage, at)],
+    events: turnReplied(session.id, turnId, agentMessage),
   });
   const { metrics } = deps;
   countTurn(deps, agent, reply.stop_reason === 'cancelled' ? 'cancelled' : 'replied');
@@ -74,6 +78,17 @@ export async function commitReply(
   metrics.tokens.inc({ agent: agent.id, direction: 'output' }, reply.usage.output_tokens);
   metrics.turnDuration.observe((performance.now() - end.started) / 1000);
   return agentMessage;
+}
+
+/**
+ * The reply's activity, handing the session to people when the model called handoff_to_human in the turn
+ * (and people do not handle it already): the handoff is committed with the reply.
+ */
+function handingOff(change: ReturnType<typeof activity>, reply: StepsReply, at: string) {
+  const asked = handoffAsked(reply.tool_calls);
+  if (!asked || change.event.type !== 'ACTIVITY') return change;
+  const handoff = { requested_at: at, reason: asked.reason, by: 'agent' as const };
+  return { patch: { ...change.patch, handoff }, event: { ...change.event, handoff } };
 }
 
 /** Counts a turn's outcome (replied, paused, cancelled, stored, or its error's code). */
@@ -105,6 +120,12 @@ export async function reportFailure(
     await context.commit({
       at,
       webhookEvents: [turnFailedEvent(context.entry.session, turn.turnId, error, at)],
+      events: [
+        turnFailed(turn.turnId, {
+          ...error,
+          name: err instanceof AppError ? err.errorName : 'InternalServerError',
+        }),
+      ],
       ...(turn.endsPaused ? { patch: { wake_at: null }, event: { type: 'TURN_ENDED' } } : {}),
     });
   } catch (commitErr) {

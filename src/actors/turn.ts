@@ -8,11 +8,19 @@ import type { AgentConfig } from '../agents/catalogue.ts';
 import { estimateCorrection, fitsAlone } from '../agents/context-window.ts';
 import type { Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
-import type { ContentBlock, JsonObject, MessageRecord } from '../store/store.ts';
-import { currentLookup, type EarlierAttempt, keyAnswer, keyRecord } from './idempotency.ts';
+import type { ContentBlock, JsonObject, MessageAuthor, MessageRecord } from '../store/store.ts';
+import {
+  currentLookup,
+  type EarlierAttempt,
+  humansKeyAnswer,
+  type KeyLookup,
+  keyAnswer,
+  keyRecord,
+} from './idempotency.ts';
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
-import { type PublicMessage, publicMessage } from './public-message.ts';
+import { newMessageView, type PublicMessage, publicMessage } from './public-message.ts';
 import { activity } from './session-changes.ts';
+import { turnStarted } from './session-events.ts';
 import type { Approval } from './step-approvals.ts';
 import { runSteps, type StepsOutcome } from './tool-steps.ts';
 import { commitReply, countTurn, reportFailure, turnPrompt } from './turn-end.ts';
@@ -24,6 +32,8 @@ export interface SendPayload {
     role: 'user' | 'assistant';
     content: ContentBlock[];
     metadata: JsonObject | null;
+    /** The operator who wrote an assistant message. */
+    author?: MessageAuthor | null;
   }[];
   /** False for an integrator-authored assistant message: it is stored and is itself the reply. */
   reply: boolean;
@@ -42,10 +52,27 @@ export interface TurnResult {
   usage: Usage | null;
   /** True when the answer is the stored one of an earlier attempt with the same Idempotency-Key. */
   replayed: boolean;
+  /** Set when people handle the session: the message was stored and no model was called. */
+  handled_by?: 'humans';
+  /** The stored message, when people handle the session (what a stream tells as message.created). */
+  user_message?: PublicMessage;
 }
 
 /** The answer of an earlier attempt that finished, replayed. */
-export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>): TurnResult => ({
+export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>): TurnResult =>
+  attempt.agent_message === null
+    ? {
+        turn_id: attempt.turn_id,
+        agent_message: null,
+        approvals: null,
+        usage: null,
+        replayed: true,
+        handled_by: 'humans',
+        user_message: attempt.user_message,
+      }
+    : replayOfReply(attempt);
+
+const replayOfReply = (attempt: { turn_id: string; agent_message: PublicMessage }): TurnResult => ({
   turn_id: attempt.turn_id,
   // Answers stored before messages had these fields replay them as null, as the message now reads.
   agent_message: {
@@ -53,6 +80,7 @@ export const replayOf = (attempt: Extract<EarlierAttempt, { state: 'finished' }>
     stop_reason: attempt.agent_message.stop_reason ?? null,
     usage: attempt.agent_message.usage ?? null,
     tool_calls: attempt.agent_message.tool_calls ?? null,
+    author: attempt.agent_message.author ?? null,
   },
   approvals: null,
   usage: null,
@@ -97,9 +125,14 @@ export async function runTurn(
     const at = new Date().toISOString();
     const authored = payload.reply ? undefined : payload.messages.at(-1);
     const userMessageId = payload.messages.find((m) => m.role === 'user')?.id ?? null;
+    if (payload.reply && context.entry.actor.getSnapshot().context.handoff)
+      return storeForHumans(deps, context, { agent, turnId, at, idempotency, payload });
+    const messages = payload.messages.map((m) => ({ ...m, turn_id: turnId }));
+    const first = messages[0];
     const result = await context.commit({
       at,
-      messages: payload.messages.map((m) => ({ ...m, turn_id: turnId })),
+      messages,
+      ...(payload.reply && first ? { events: [turnStarted(session.id, turnId, first.id)] } : {}),
       ...activity(at, ttlMs, userMessageId !== null),
       ...(idempotency ? { idempotency: keyRecord(idempotency, turnId, userMessageId) } : {}),
       ...(idempotency && authored
@@ -110,6 +143,7 @@ export async function runTurn(
               stop_reason: null,
               usage: null,
               tool_calls: null,
+              author: authored.author ?? null,
             }),
           }
         : {}),
@@ -180,6 +214,49 @@ export async function runTurn(
     approvals: null,
     usage: reply.usage,
     replayed: false,
+  };
+}
+
+/**
+ * A send while people handle the session (docs/guides/humans.md): its messages are stored, with the answer a
+ * keyed retry replays, and no model is called; the operators answer.
+ */
+async function storeForHumans(
+  deps: OperationDeps,
+  context: OperationContext,
+  o: {
+    agent: AgentConfig;
+    turnId: string;
+    at: string;
+    idempotency: KeyLookup | undefined;
+    payload: SendPayload;
+  },
+): Promise<TurnResult> {
+  const { agent, turnId, at, idempotency, payload } = o;
+  const userMessage = payload.messages.at(-1);
+  if (!userMessage) throw new Error('A send stores at least one message');
+  const view = newMessageView({ ...userMessage, turn_id: turnId }, at);
+  await context.commit({
+    at,
+    messages: payload.messages.map((m) => ({ ...m, turn_id: turnId })),
+    ...activity(at, agent.session_ttl * 1000, true),
+    last: true,
+    ...(idempotency
+      ? {
+          idempotency: keyRecord(idempotency, turnId, userMessage.id),
+          idempotencyResponse: humansKeyAnswer(idempotency, view),
+        }
+      : {}),
+  });
+  countTurn(deps, agent, 'humans');
+  return {
+    turn_id: turnId,
+    agent_message: null,
+    approvals: null,
+    usage: null,
+    replayed: false,
+    handled_by: 'humans',
+    user_message: view,
   };
 }
 

@@ -7,6 +7,9 @@ import { ConfigError } from '../config.ts';
 import { agentIdSchema } from './agent-id.ts';
 import { agentToolFields } from './catalogue-tools.ts';
 
+/** The built-in tool an agent with `handoff.enabled` offers its model (tools/handoff-tool.ts). */
+export const HANDOFF_TOOL = 'handoff_to_human';
+
 const units: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 
 /** Seconds, as a number or a string like `90s`, `30m`, `24h`, `7d`. */
@@ -91,6 +94,16 @@ const agentFields = z.strictObject({
       stall_ms: z.number().int().min(100).max(3_600_000).default(20_000),
     })
     .default({ total_ms: 60_000, stall_ms: 20_000 }),
+  /**
+   * People may take the agent's conversations over (docs/guides/humans.md): `enabled` gives its model the
+   * handoff_to_human tool, `user_can_request` lets the end user ask for a human.
+   */
+  handoff: z
+    .strictObject({
+      enabled: z.boolean().default(false),
+      user_can_request: z.boolean().default(false),
+    })
+    .default({ enabled: false, user_can_request: false }),
   ...agentToolFields,
   // Checked on each list, not on the agent, so that they are reported even when another field is wrong.
   tools: agentToolFields.tools.superRefine((tools, ctx) => {
@@ -165,6 +178,13 @@ const agentSchema = agentFields
         code: 'custom',
         path: ['base_url'],
         message: 'required for provider openai-compatible (the server to call)',
+      });
+    }
+    if (agent.handoff.enabled && agent.tools.some((tool) => tool.name === HANDOFF_TOOL)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tools'],
+        message: `must not name a tool ${HANDOFF_TOOL}: handoff.enabled gives the agent that tool`,
       });
     }
     if (agent.provider !== 'scripted' && agent.model === undefined) {

@@ -42,6 +42,7 @@ function settledDirectly(snapshot: SessionSnapshot, event?: SessionEvent) {
     case 'TURN_ENDED':
       break;
     case 'ACTIVITY':
+      if (event.handoff) return null;
       expiresAt = event.expiresAt;
       if (event.byUser) inactivity = 'none';
       break;

@@ -23,10 +23,29 @@ export interface PausedTurn {
 }
 
 /**
- * `decide` takes decisions on a paused turn's calls, `resume` moves a paused turn on (expired calls denied, a
- * decided turn continued), `cancel` ends a running or paused turn.
+ * People handle the session (docs/guides/humans.md): since when, why, and who asked for them. Stored as the
+ * session row's `handoff` column shows it.
  */
-export type OperationKind = 'send' | 'terminate' | 'inactivity' | 'expire' | 'decide' | 'resume' | 'cancel';
+export interface Handoff {
+  requested_at: string;
+  reason: string | null;
+  by: 'agent' | 'integrator' | 'user';
+}
+
+/**
+ * `decide` takes decisions on a paused turn's calls, `resume` moves a paused turn on (expired calls denied, a
+ * decided turn continued), `cancel` ends a running or paused turn, `handoff` hands the session to people or
+ * back to the agent.
+ */
+export type OperationKind =
+  | 'send'
+  | 'terminate'
+  | 'inactivity'
+  | 'expire'
+  | 'decide'
+  | 'resume'
+  | 'cancel'
+  | 'handoff';
 
 /**
  * An operation as the machine sees it: which one, of what kind, and the Idempotency-Key and request
@@ -82,13 +101,18 @@ export interface SessionContext {
    * snapshot of every other session stores nothing of it.
    */
   paused?: PausedTurn | undefined;
+  /** People handle the session since this handoff; absent while the agent does (most sessions store nothing). */
+  handoff?: Handoff | undefined;
 }
 
 export type SessionEvent =
   /** A caller asks for an operation; `at` is the caller's clock (epoch ms), for the expiry check. */
   | { type: 'SUBMIT'; op: OperationRef; at: number }
-  /** Committed: messages were stored; `byUser` when one of them came from the user. */
-  | { type: 'ACTIVITY'; expiresAt: number; byUser: boolean; turnEnded?: boolean }
+  /**
+   * Committed: messages were stored; `byUser` when one of them came from the user; `handoff` when the agent's
+   * reply hands the session to people (its handoff_to_human tool).
+   */
+  | { type: 'ACTIVITY'; expiresAt: number; byUser: boolean; turnEnded?: boolean; handoff?: Handoff }
   /** Committed: the inactivity warning was stored. */
   | { type: 'WARNED' }
   /** Committed: the session was closed. */
@@ -112,4 +136,8 @@ export type SessionEvent =
   /** Committed: these calls of the paused turn were decided (or expired). */
   | { type: 'DECIDED'; callIds: string[] }
   /** Committed: the paused turn ended without a reply of its own commit (it failed going on). */
-  | { type: 'TURN_ENDED' };
+  | { type: 'TURN_ENDED' }
+  /** Committed: people handle the session from now on. */
+  | { type: 'HANDED_OFF'; handoff: Handoff }
+  /** Committed: the agent handles the session again. */
+  | { type: 'HANDED_BACK' };

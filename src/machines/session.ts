@@ -3,7 +3,8 @@
 // a time) and the Idempotency-Keys in flight. A running send goes through steps
 // (docs/internals/decisions.md#the-durable-step-loop): the model thinks, and when it asks for tools the turn
 // acts until every call's result is committed, then thinks again; a step whose calls wait for a decision
-// pauses the turn (paused-turn.ts, docs/internals/decisions.md#approvals). The host provides `operate` and the
+// pauses the turn (paused-turn.ts, docs/internals/decisions.md#approvals). A session handed to people keeps its
+// handoff in the context until it is handed back (docs/guides/humans.md). The host provides `operate` and the
 // actions that answer waiting callers. Lasting changes come in as events only after their commit; the snapshot
 // each commit stores is computed from it (session-snapshot.ts).
 import { type ActorRefFrom, assign, type SnapshotFrom, setup } from 'xstate';
@@ -70,7 +71,11 @@ export const sessionMachine = setup({
     }),
     applyActivity: assign(({ event }) =>
       event.type === 'ACTIVITY'
-        ? { expiresAt: event.expiresAt, ...(event.turnEnded ? { paused: undefined } : {}) }
+        ? {
+            expiresAt: event.expiresAt,
+            ...(event.turnEnded ? { paused: undefined } : {}),
+            ...(event.handoff ? { handoff: event.handoff } : {}),
+          }
         : {},
     ),
   },
@@ -180,6 +185,8 @@ export const sessionMachine = setup({
           actions: assign(({ context, event }) => ({ paused: decided(context.paused, event.callIds) })),
         },
         TURN_ENDED: { actions: assign({ paused: undefined }) },
+        HANDED_OFF: { actions: assign(({ event }) => ({ handoff: event.handoff })) },
+        HANDED_BACK: { actions: assign({ handoff: undefined }) },
         CLOSED: {
           target: 'closed',
           actions: [

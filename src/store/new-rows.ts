@@ -98,6 +98,7 @@ export function appendedMessages(write: SessionWrite, lastSeq: number, at: strin
       : null;
     const stop_reason = m.stop_reason ?? null;
     const tool_calls = m.tool_calls ?? null;
+    const author = m.author ?? null;
     return {
       row: {
         id: m.id,
@@ -112,6 +113,7 @@ export function appendedMessages(write: SessionWrite, lastSeq: number, at: strin
         stop_reason,
         usage: usage === null ? null : JSON.stringify(usage),
         tool_calls: tool_calls === null ? null : JSON.stringify(tool_calls),
+        author: author === null ? null : JSON.stringify(author),
       },
       record: {
         ...m,
@@ -120,6 +122,7 @@ export function appendedMessages(write: SessionWrite, lastSeq: number, at: strin
         stop_reason,
         usage,
         tool_calls,
+        author,
       } satisfies MessageRecord,
     };
   });

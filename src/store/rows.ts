@@ -13,6 +13,7 @@ import type {
   MessageUsage,
   Page,
   PageRequest,
+  SessionEventRecord,
   SessionRecord,
   StopReason,
   StoredFile,
@@ -35,7 +36,7 @@ export const json = (value: unknown) => JSON.stringify(value ?? {});
 /** The columns of a session as records show it: the user's reference comes from a join (`u`). */
 export const sessionColumns = `s.id, s.tenant_id, s.agent_id, s.user_id, u.reference AS user_reference, s.status,
   s.created_at, s.updated_at, s.messages_count, s.last_message_at, s.closed_at, s.close_reason, s.expires_at,
-  s.context, s.metadata, s.shard`;
+  s.context, s.metadata, s.shard, s.handled_by, s.handoff`;
 
 // --- reading: the schema's types are checked, not assumed, so a mistake in a query fails loudly here
 
@@ -141,8 +142,19 @@ export const toSession = (r: Row): SessionRecord => {
     context: object(r, 'context'),
     metadata: object(r, 'metadata'),
     shard: integer(r, 'shard'),
+    handled_by: oneOf(r, 'handled_by', handlers),
+    handoff: r.handoff === null || r.handoff === undefined ? null : JSON.parse(text(r, 'handoff')),
   };
 };
+
+const handlers: readonly SessionRecord['handled_by'][] = ['agent', 'humans'];
+
+export const toSessionEvent = (r: Row): SessionEventRecord => ({
+  seq: Number(r.seq),
+  type: text(r, 'type'),
+  data: JSON.parse(text(r, 'data')),
+  created_at: text(r, 'created_at'),
+});
 
 /** A session and its actor snapshot, from a row of sessionColumns and `s.snapshot`. */
 export const toLoadedSession = (r: Row | undefined) =>
@@ -161,6 +173,7 @@ export const toMessage = (r: Row): MessageRecord => {
     stop_reason: stopReason(r),
     usage: usage(r),
     tool_calls: toolCalls(r),
+    author: r.author === null || r.author === undefined ? null : JSON.parse(text(r, 'author')),
   };
 };
 

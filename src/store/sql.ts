@@ -206,6 +206,7 @@ export function sessionsCreatedBefore(
  * contents go with the file). A table added later that names sessions belongs here (a test checks).
  */
 export const SESSION_CHILD_TABLES = [
+  'session_events',
   'session_tokens',
   'feedback',
   'idempotency_records',
@@ -265,9 +266,43 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
       last_message_at = coalesce(${textParam(p.last_message_at)}, last_message_at),
       wake_at = CASE WHEN CAST(${q.param(p.wake_at === undefined ? 0 : 1)} AS INTEGER) = 1
         THEN ${textParam(wakeAt)} ELSE wake_at END,
+      handled_by = CASE WHEN CAST(${q.param(p.handoff === undefined ? 0 : 1)} AS INTEGER) = 1
+        THEN ${textParam(p.handoff ? 'humans' : 'agent')} ELSE handled_by END,
+      handoff = CASE WHEN CAST(${q.param(p.handoff === undefined ? 0 : 1)} AS INTEGER) = 1
+        THEN ${textParam(p.handoff ? JSON.stringify(p.handoff) : null)} ELSE handoff END,
       messages_count = messages_count + CAST(${q.param(write.messages?.length ?? 0)} AS INTEGER),
+      events_count = events_count + CAST(${q.param(write.events?.length ?? 0)} AS INTEGER),
       snapshot = ${q.param(p.snapshot)}, version = version + 1, updated_at = ${q.param(at)}
-    WHERE id = ${q.param(write.session_id)} RETURNING messages_count`);
+    WHERE id = ${q.param(write.session_id)} RETURNING messages_count, events_count`);
+}
+
+/** The rows of the events a write appends, numbered on so that the last is `eventsCount`. */
+export function sessionEventStatements(d: Dialect, write: SessionWrite, eventsCount: number, at: string) {
+  const events = write.events ?? [];
+  const first = eventsCount - events.length;
+  return events.map((e, i) =>
+    insert(d, 'session_events', {
+      session_id: write.session_id,
+      seq: first + i + 1,
+      type: e.type,
+      data: JSON.stringify(e.data),
+      created_at: at,
+    }),
+  );
+}
+
+/** A session's messages of the ids in `ids`, in order. */
+export function messagesById(d: Dialect, sessionId: string, ids: readonly string[]): Statement {
+  const q = new Query(d);
+  return q.statement(`SELECT * FROM messages WHERE session_id = ${q.param(sessionId)}
+    AND ${d.inJsonArray('id', q.param(JSON.stringify(ids)), 'text')} ORDER BY seq`);
+}
+
+/** A session's events after seq `after`, oldest first. */
+export function sessionEvents(d: Dialect, sessionId: string, after: number, limit: number): Statement {
+  const q = new Query(d);
+  return q.statement(`SELECT seq, type, data, created_at FROM session_events
+    WHERE session_id = ${q.param(sessionId)} AND seq > ${q.param(after)} ORDER BY seq LIMIT ${q.param(limit)}`);
 }
 
 /** Records a new use of an Idempotency-Key, replacing the whole earlier record: a new use has no answer yet. */

@@ -33,6 +33,8 @@ export const toConversation = (
   messages_count: s.messages_count,
   last_message_at: s.last_message_at,
   pending_approvals: pending.filter((a) => a.approver === 'user'),
+  handled_by: s.handled_by,
+  handoff: s.handoff,
 });
 
 /** A file as a front-end sees its conversation's files: no metadata, no session. */

@@ -127,6 +127,35 @@ export function turnAwaitingEvent(
   );
 }
 
+/**
+ * session.handoff_requested or session.handed_back: the Session record as it is after the change, plus
+ * `reason` (the handoff's; null for a handback).
+ */
+export function handoffEvent(session: SessionRecord, at: string): WebhookEvent {
+  const record = toSession({ ...session, updated_at: at });
+  const type = session.handoff ? 'session.handoff_requested' : 'session.handed_back';
+  return event(
+    session.tenant_id,
+    type,
+    session.id,
+    session.shard,
+    { ...record, reason: session.handoff?.reason ?? null },
+    at,
+  );
+}
+
+/** message.created: a message was stored (what a help-desk bridge follows), as the API key's family shows it. */
+export function messageCreatedEvent(session: SessionFacts, message: unknown, at: string): WebhookEvent {
+  return event(
+    session.tenant_id,
+    'message.created',
+    session.id,
+    session.shard,
+    { ...about(session), message },
+    at,
+  );
+}
+
 /** feedback.submitted, built from the feedback as stored (a later one keeps the first id). */
 export const feedbackEvent =
   (session: SessionFacts) =>

@@ -101,6 +101,23 @@ describe('the catalogue: tools', () => {
     assert.equal(agents.get('many')?.max_steps, 32);
   });
 
+  it('takes handoff (off by default), and refuses a tool of its own named handoff_to_human when it is on', () => {
+    const agents = parseCatalogue(
+      catalogue({ id: 'plain' }, { id: 'desk', handoff: { enabled: true, user_can_request: true } }),
+    );
+    assert.deepEqual(agents.get('plain')?.handoff, { enabled: false, user_can_request: false });
+    assert.deepEqual(agents.get('desk')?.handoff, { enabled: true, user_can_request: true });
+    const mistake = mistakeOf(
+      catalogue({ id: 'desk', handoff: { enabled: true }, tools: [tool({ name: 'handoff_to_human' })] }),
+    );
+    assert.match(mistake, /agents\.0\.tools/);
+    assert.match(mistake, /handoff_to_human/);
+    assert.match(
+      mistakeOf(catalogue({ id: 'desk', handoff: { enabled: 'yes' } })),
+      /agents\.0\.handoff\.enabled/,
+    );
+  });
+
   it('lets two agents have tools and MCP servers of the same names', () => {
     const agents = parseCatalogue(
       catalogue(

@@ -50,6 +50,7 @@ const message = (role: 'user' | 'assistant', ...content: ContentBlock[]): Messag
   stop_reason: null,
   usage: null,
   tool_calls: null,
+  author: null,
 });
 
 /** Sends `text` with the files in a new session of the app; returns the session and the scripted reply. */

@@ -114,7 +114,13 @@ describe('the API-key family', () => {
     );
     assert.equal((await api.getSession(session.id)).context.plan, 'pro');
     const reply = await api.sendMessage(session.id, { content: 'Hi', metadata: { from: 'crm' } });
+    assert.ok(reply.status === 'replied');
     assert.match(JSON.stringify(reply.agent_message.content), /Hello Ada L\.!/);
+    // Handed to people, a send is stored without a reply; handed back, the agent answers again.
+    assert.equal((await api.handoff(session.id, 'asks for a person')).handled_by, 'humans');
+    const stored = await api.sendMessage(session.id, 'Anyone there?');
+    assert.deepEqual(stored, { status: 'handled_by_humans', agent_message: null, handled_by: 'humans' });
+    assert.equal((await api.handback(session.id)).handled_by, 'agent');
     const stream = api.streamMessage(session.id, 'Stream it');
     const events = await collect(stream);
     assert.equal(events.at(-1)?.event, 'turn.completed');
@@ -130,9 +136,18 @@ describe('the API-key family', () => {
     assert.match(uiStream, /"type":"text-delta"/);
     assert.match(uiStream, /useChat/);
     const messages = await api.listMessages(session.id, { limit: 100, offset: 0 });
-    assert.equal(messages.items.length, 6);
+    // Three exchanges, and the message people were handed.
+    assert.equal(messages.items.length, 7);
     assert.deepEqual(messages.items[0]?.metadata, { from: 'crm' });
     assert.equal((await api.getMessage(session.id, reply.agent_message.id)).id, reply.agent_message.id);
+    // A finished turn: a cancel answers it as it is, and a decision finds no call waiting.
+    const finished = await api.cancelTurn(session.id, stream.turnId ?? '');
+    assert.equal(finished.turn.status, 'completed');
+    await assert.rejects(api.approve(session.id, stream.turnId ?? '', 'call_none'), {
+      name: 'ParleyError',
+      status: 409,
+      code: 'approval_not_pending',
+    });
     const closed = await api.terminateSession(session.id, 'finished');
     assert.equal(closed.status, 'closed');
 
@@ -174,13 +189,10 @@ describe('the API-key family', () => {
           `${op.method} ${op.path}`,
         );
     }
-    // Approvals and cancel are not spoken by the client yet.
+    // The conversation event stream is not spoken by the client yet.
     assert.deepEqual(
       operations.map((op) => `${op.method} ${op.path}`).filter((key) => !covered.has(key)),
-      [
-        'POST /v1/agents/sessions/{session_id}/turns/{turn_id}/approvals',
-        'POST /v1/agents/sessions/{session_id}/turns/{turn_id}/cancel',
-      ],
+      ['GET /v1/agents/sessions/{session_id}/events'],
       'routes without a client method',
     );
   });

@@ -85,7 +85,7 @@ describe('a streamed turn', () => {
 });
 
 describe('the other routes of a conversation', () => {
-  it('reads, sends, streams, lists, uploads, leaves feedback, warns of inactivity and terminates: every public route but the AI SDK chat', async () => {
+  it('reads, sends, streams, decides, cancels, lists, uploads, leaves feedback, warns of inactivity and terminates: every public route but the AI SDK chat', async () => {
     const sent: string[] = [];
     const conv = await openConversation(t, 'demo', {
       fetch: (input, init) => {
@@ -111,19 +111,37 @@ describe('the other routes of a conversation', () => {
         { type: 'file', file_id: file.id },
       ],
     });
+    assert.ok(reply.status === 'replied');
     assert.equal(reply.agent_message.role, 'assistant');
     assert.match(JSON.stringify(reply.agent_message.content), /Attachments: 1/);
     const plain = await conv.send('and a plain string');
+    assert.ok(plain.status === 'replied');
     assert.match(JSON.stringify(plain.agent_message.content), /and a plain string/);
 
     const stream = conv.stream('streamed');
     const events = await collect(stream);
     assert.equal(events.at(-1)?.event, 'turn.completed');
     assert.deepEqual(await collect(conv.resume(stream.turnId ?? '', { after: stream.lastEventId })), []);
+    // A finished turn: a cancel answers it as it is, and a decision finds no call waiting.
+    const finished = await conv.cancel(stream.turnId ?? '');
+    assert.equal(finished.turn.status, 'completed');
+    assert.equal('metadata' in (finished.agent_message ?? {}), false);
+    await assert.rejects(conv.deny(stream.turnId ?? '', 'call_none', 'no'), {
+      name: 'ParleyError',
+      status: 409,
+      code: 'approval_not_pending',
+    });
 
     const page = await conv.messages({ limit: 2, offset: 1 });
     assert.equal(page.items.length, 2);
     assert.equal(page.next_offset, 3);
+
+    // This agent's end users may not ask for a human.
+    await assert.rejects(conv.requestHuman('a person, please'), {
+      name: 'ParleyError',
+      status: 403,
+      code: 'handoff_not_allowed',
+    });
 
     const warning = await conv.inactivity('warning');
     assert.equal(warning.step, 'warning');
@@ -135,8 +153,7 @@ describe('the other routes of a conversation', () => {
     assert.equal(closed.reason, 'done here');
     assert.equal((await conv.get()).status, 'closed');
 
-    // Every route of the family in the OpenAPI document was called, but the one useChat's transport calls and
-    // those of approvals and cancel, which the client does not speak yet.
+    // Every route of the family in the OpenAPI document was called, but the one useChat's transport calls.
     const doc = (await (await fetch(`${baseUrl(t)}/openapi.json`)).json()) as {
       paths: Record<string, object>;
     };
@@ -150,8 +167,8 @@ describe('the other routes of a conversation', () => {
       routes.filter((r) => !called.has(r)),
       [
         'POST /v1/public/agents/conversations/{conversation_id}/chat',
-        'POST /v1/public/agents/conversations/{conversation_id}/turns/{turn_id}/approvals',
-        'POST /v1/public/agents/conversations/{conversation_id}/turns/{turn_id}/cancel',
+        // Not spoken by the client yet: the conversation event stream.
+        'GET /v1/public/agents/conversations/{conversation_id}/events',
       ],
     );
   });
@@ -162,6 +179,19 @@ describe('the other routes of a conversation', () => {
     const again = await conv.send('once', { idempotencyKey: 'k-1' });
     assert.deepEqual(again, first);
     assert.equal((await conv.get()).messages_count, 2);
+  });
+});
+
+describe('asking for a human', () => {
+  it('hands the conversation to people where its agent allows it: sends are then stored without a reply', async () => {
+    const conv = await openConversation(t, 'desk');
+    const asked = await conv.requestHuman('a person, please');
+    assert.equal(asked.handled_by, 'humans');
+    assert.equal(asked.handoff?.by, 'user');
+    assert.equal((await conv.requestHuman()).handoff?.reason, 'a person, please', 'a repeat keeps the first');
+    const stored = await conv.send('still there?');
+    assert.deepEqual(stored, { status: 'handled_by_humans', agent_message: null, handled_by: 'humans' });
+    assert.equal((await conv.get()).messages_count, 1);
   });
 });
 
@@ -238,6 +268,7 @@ describe('an expired session token', () => {
     assert.equal(minted.length, 1);
     assert.equal(conv.token, minted[0]);
     const reply = await conv.send('after the refresh');
+    assert.ok(reply.status === 'replied');
     assert.equal(reply.agent_message.role, 'assistant');
     assert.equal(minted.length, 1);
   });
@@ -344,6 +375,7 @@ describe('answers that ask to retry', () => {
       const started = performance.now();
       const reply = await conv.send('patience');
       const waited = performance.now() - started;
+      assert.ok(reply.status === 'replied');
       assert.equal(reply.agent_message.role, 'assistant');
       assert.ok(waited >= 990, `retried after ${waited} ms`);
       const sends = proxy.requests.filter((r) => r.url.endsWith('/messages'));

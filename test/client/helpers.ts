@@ -7,7 +7,12 @@ import type { TestApp } from '../helpers/app.ts';
 import { testAgents } from '../helpers/sessions.ts';
 
 /** The session tests' agents, and `drawl`, whose every token takes 25 ms (a reply lasts a second or so). */
-export const clientAgents = [...testAgents, { id: 'drawl', scripted: { token_delay_ms: 25 } }];
+export const clientAgents = [
+  ...testAgents,
+  { id: 'drawl', scripted: { token_delay_ms: 25 } },
+  // Its end users may ask for a human.
+  { id: 'desk', handoff: { user_can_request: true } },
+];
 
 /** A long message: the scripted reply repeats it, so that the reply has many tokens. */
 export const LONG = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');

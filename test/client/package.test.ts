@@ -78,12 +78,12 @@ async function reachesOut(packageDir: string): Promise<string[]> {
 
 /** The program of an integrator: both families, a plain and a streamed send, and a refusal. */
 const program = (base: string, apiKey: string) => `import {
-  type AgentReply,
   newIdempotencyKey,
   ParleyClient,
   ParleyConversation,
   ParleyError,
   type SessionTurnEvent,
+  type SessionTurnResult,
   type TurnEvent,
 } from '@parley/client';
 
@@ -93,9 +93,10 @@ const apiKey: string = ${JSON.stringify(apiKey)};
 const client = new ParleyClient({ baseUrl, apiKey });
 const user = await client.createUser({ reference: 'packed-client' });
 const session = await client.createSession('demo', { user: { id: user.id } });
-const reply: AgentReply = await client.sendMessage(session.id, 'Hello from the package', {
+const reply: SessionTurnResult = await client.sendMessage(session.id, 'Hello from the package', {
   idempotencyKey: newIdempotencyKey(),
 });
+if (reply.status !== 'replied') throw new Error('the demo agent waits for no approval');
 const replied = reply.agent_message.content.map((block) => (block.type === 'text' ? block.text : '')).join('');
 
 const events: SessionTurnEvent['event'][] = [];

@@ -25,7 +25,7 @@ export const receiverTool = (url: string, name: string, approval?: 'user' | 'ope
 
 /**
  * The agents of the tests: `shop`, the same exposing its tools, one whose approvals expire at once, a slow one,
- * and one whose sessions expire a second after their last message.
+ * one whose sessions expire a second after their last message, and `desk`, which people may take over.
  */
 export const approvalAgents = (url: string) => {
   const tools = [
@@ -39,6 +39,8 @@ export const approvalAgents = (url: string) => {
     { id: 'shop-quick', tools, approval_timeout_seconds: 1 },
     { id: 'shop-slow', tools, scripted: { token_delay_ms: 25 } },
     { id: 'shop-brief', tools, session_ttl: 1 },
+    // People may take over (docs/guides/humans.md): its model has handoff_to_human, its users may ask.
+    { id: 'desk', tools, handoff: { enabled: true, user_can_request: true } },
   ];
 };
 

@@ -30,6 +30,8 @@ export const recordKeys = [
   'close_reason',
   'closed_at',
   'created_at',
+  'handled_by',
+  'handoff',
   'id',
   'last_message_at',
   'messages_count',

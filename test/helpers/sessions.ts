@@ -73,6 +73,8 @@ export interface Message {
         duration_ms: number;
       }[]
     | null;
+  /** The operator who wrote it (docs/guides/humans.md); null on every other message. */
+  author?: { id: string; name: string } | null;
 }
 
 export interface Session {

@@ -22,6 +22,11 @@ export interface EventData {
   };
   /** turn.failed: whether deltas were sent before the failure. */
   partial?: boolean;
+  /** Conversation events: a handoff, why a session ended, an approval asked, the approvals a turn waits for. */
+  handoff?: { requested_at: string; reason: string | null; by: string };
+  reason?: string | null;
+  tool?: string;
+  approvals?: { tool: string; approver: string }[];
 }
 
 export interface SseEvent {

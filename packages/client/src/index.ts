@@ -8,5 +8,6 @@ export { ParleyClient, type ParleyClientOptions } from './parley-client.ts';
 export { ParleyConversation, type ParleyConversationOptions } from './parley-conversation.ts';
 export type { ResumeOptions, SendOptions } from './send.ts';
 export type { Fetch } from './transport.ts';
+export type { CallIds, DecideOptions } from './turn-actions.ts';
 export { type AnyTurnEvent, type TurnSource, TurnStream, type TurnStreamOptions } from './turn-stream.ts';
 export type * from './types.ts';

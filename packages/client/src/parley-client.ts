@@ -1,17 +1,26 @@
-// ParleyClient: the server-side family (`/v1/agents/…`, X-API-Key), one method per route. For your own
-// backend only: the API key must never reach a browser (a front-end uses ParleyConversation with a token).
+// ParleyClient: the server-side family (`/v1/agents/…`, X-API-Key), one method per route: sessions, their
+// messages and turns (decisions and cancel included) and conversations here, users, files and webhooks in
+// key-resources.ts. For your own backend only: the API key must never reach a browser (a front-end uses
+// ParleyConversation with a token).
+import { KeyResources, type Signal } from './key-resources.ts';
 import type { ResumeOptions, SendOptions, SendRoute } from './send.ts';
 import { resumeEvents, sendForReply, sendStreamed } from './send.ts';
 import { type Fetch, seg, Transport } from './transport.ts';
+import {
+  type CallIds,
+  cancelTurn,
+  type DecideOptions,
+  decideForResult,
+  decideStreamed,
+  decisionsFor,
+} from './turn-actions.ts';
 import type { TurnStream } from './turn-stream.ts';
 import type {
   AgentReply,
+  CancelResult,
   ChatRequest,
   ConversationStart,
-  CreatedWebhook,
-  FileListQuery,
-  FilePage,
-  FileRecord,
+  Decision,
   Message,
   MessagePage,
   PageQuery,
@@ -24,14 +33,8 @@ import type {
   SessionPage,
   SessionToken,
   SessionTurnEvent,
+  SessionTurnResult,
   TerminateResult,
-  User,
-  UserFields,
-  UserListQuery,
-  UserPage,
-  Webhook,
-  WebhookCreate,
-  WebhookDeliveryPage,
 } from './types.ts';
 
 export interface ParleyClientOptions {
@@ -45,108 +48,27 @@ export interface ParleyClientOptions {
   maxReconnects?: number | undefined;
 }
 
-type Signal = { signal?: AbortSignal | undefined };
-
-export class ParleyClient {
-  readonly #t: Transport;
+export class ParleyClient extends KeyResources {
   readonly #maxReconnects: number | undefined;
 
   constructor(options: ParleyClientOptions) {
     const headers = { 'x-api-key': options.apiKey };
-    this.#t = new Transport({
-      baseUrl: options.baseUrl,
-      fetch: options.fetch,
-      maxRetries: options.maxRetries,
-      credentials: { headers: () => headers },
-    });
+    super(
+      new Transport({
+        baseUrl: options.baseUrl,
+        fetch: options.fetch,
+        maxRetries: options.maxRetries,
+        credentials: { headers: () => headers },
+      }),
+    );
     this.#maxReconnects = options.maxReconnects;
-  }
-
-  // Users
-
-  /** POST /v1/agents/users */
-  createUser(body: UserFields = {}, o: Signal = {}): Promise<User> {
-    return this.#t.json({ method: 'POST', path: '/v1/agents/users', json: body, idempotent: false, ...o });
-  }
-
-  /** GET /v1/agents/users (newest first) */
-  listUsers(query: UserListQuery = {}, o: Signal = {}): Promise<UserPage> {
-    return this.#t.json({ method: 'GET', path: '/v1/agents/users', query, idempotent: true, ...o });
-  }
-
-  /** GET /v1/agents/users/{user_id} */
-  getUser(userId: string, o: Signal = {}): Promise<User> {
-    return this.#t.json({ method: 'GET', path: `/v1/agents/users/${seg(userId)}`, idempotent: true, ...o });
-  }
-
-  /** PATCH /v1/agents/users/{user_id}: each given field replaces the stored value. */
-  updateUser(userId: string, body: UserFields, o: Signal = {}): Promise<User> {
-    return this.#t.json({
-      method: 'PATCH',
-      path: `/v1/agents/users/${seg(userId)}`,
-      json: body,
-      idempotent: true,
-      ...o,
-    });
-  }
-
-  /** DELETE /v1/agents/users/{user_id} (soft: frees the reference) */
-  async deleteUser(userId: string, o: Signal = {}): Promise<void> {
-    await this.#noContent({ method: 'DELETE', path: `/v1/agents/users/${seg(userId)}`, ...o });
-  }
-
-  // Files
-
-  /** POST /v1/agents/files: multipart `file`, with an optional `metadata` JSON object. */
-  uploadFile(
-    file: Blob,
-    options: { filename?: string; metadata?: Record<string, unknown> } & Signal = {},
-  ): Promise<FileRecord> {
-    const form = new FormData();
-    const name = options.filename ?? ('name' in file && typeof file.name === 'string' ? file.name : 'file');
-    form.append('file', file, name);
-    if (options.metadata !== undefined) form.append('metadata', JSON.stringify(options.metadata));
-    return this.#t.json({
-      method: 'POST',
-      path: '/v1/agents/files',
-      form,
-      idempotent: false,
-      signal: options.signal,
-    });
-  }
-
-  /** GET /v1/agents/files (newest first) */
-  listFiles(query: FileListQuery = {}, o: Signal = {}): Promise<FilePage> {
-    return this.#t.json({ method: 'GET', path: '/v1/agents/files', query, idempotent: true, ...o });
-  }
-
-  /** GET /v1/agents/files/{file_id} */
-  getFile(fileId: string, o: Signal = {}): Promise<FileRecord> {
-    return this.#t.json({ method: 'GET', path: `/v1/agents/files/${seg(fileId)}`, idempotent: true, ...o });
-  }
-
-  /** GET /v1/agents/files/{file_id}/content: the bytes, typed with the file's MIME type. */
-  async downloadFile(fileId: string, o: Signal = {}): Promise<Blob> {
-    const response = await this.#t.request({
-      method: 'GET',
-      path: `/v1/agents/files/${seg(fileId)}/content`,
-      accept: '*/*',
-      idempotent: true,
-      ...o,
-    });
-    return response.blob();
-  }
-
-  /** DELETE /v1/agents/files/{file_id} */
-  async deleteFile(fileId: string, o: Signal = {}): Promise<void> {
-    await this.#noContent({ method: 'DELETE', path: `/v1/agents/files/${seg(fileId)}`, ...o });
   }
 
   // Sessions
 
   /** POST /v1/agents/{agent_id}/sessions */
   createSession(agentId: string, body: SessionCreate = {}, o: Signal = {}): Promise<Session> {
-    return this.#t.json({
+    return this.t.json({
       method: 'POST',
       path: `/v1/agents/${seg(agentId)}/sessions`,
       json: body,
@@ -157,12 +79,12 @@ export class ParleyClient {
 
   /** GET /v1/agents/sessions (newest first) */
   listSessions(query: SessionListQuery = {}, o: Signal = {}): Promise<SessionPage> {
-    return this.#t.json({ method: 'GET', path: '/v1/agents/sessions', query, idempotent: true, ...o });
+    return this.t.json({ method: 'GET', path: '/v1/agents/sessions', query, idempotent: true, ...o });
   }
 
   /** GET /v1/agents/sessions/{session_id} */
   getSession(sessionId: string, o: Signal = {}): Promise<Session> {
-    return this.#t.json({
+    return this.t.json({
       method: 'GET',
       path: `/v1/agents/sessions/${seg(sessionId)}`,
       idempotent: true,
@@ -172,7 +94,7 @@ export class ParleyClient {
 
   /** POST /v1/agents/sessions/{session_id}/terminate (idempotent) */
   terminateSession(sessionId: string, reason?: string | null, o: Signal = {}): Promise<TerminateResult> {
-    return this.#t.json({
+    return this.t.json({
       method: 'POST',
       path: `/v1/agents/sessions/${seg(sessionId)}/terminate`,
       json: reason === undefined ? {} : { reason },
@@ -181,9 +103,34 @@ export class ParleyClient {
     });
   }
 
+  /**
+   * POST /v1/agents/sessions/{session_id}/handoff: people take the session over; its user's sends are then
+   * stored and no model answers (idempotent: a repeat keeps the first handoff).
+   */
+  handoff(sessionId: string, reason?: string | null, o: Signal = {}): Promise<Session> {
+    return this.t.json({
+      method: 'POST',
+      path: `/v1/agents/sessions/${seg(sessionId)}/handoff`,
+      json: reason === undefined ? {} : { reason },
+      idempotent: true,
+      ...o,
+    });
+  }
+
+  /** POST /v1/agents/sessions/{session_id}/handback: the agent answers again, seeing what people wrote. */
+  handback(sessionId: string, o: Signal = {}): Promise<Session> {
+    return this.t.json({
+      method: 'POST',
+      path: `/v1/agents/sessions/${seg(sessionId)}/handback`,
+      json: {},
+      idempotent: true,
+      ...o,
+    });
+  }
+
   /** POST /v1/agents/{agent_id}/run: a new session with 1 to 10 messages, and the agent's reply. */
   run(agentId: string, body: RunRequest, o: Signal = {}): Promise<RunResult> {
-    return this.#t.json({
+    return this.t.json({
       method: 'POST',
       path: `/v1/agents/${seg(agentId)}/run`,
       json: body,
@@ -194,9 +141,12 @@ export class ParleyClient {
 
   // Messages
 
-  /** POST /v1/agents/sessions/{session_id}/messages, with an Idempotency-Key (given or new). */
-  sendMessage(sessionId: string, input: SendInput, options: SendOptions = {}): Promise<AgentReply> {
-    return sendForReply(this.#route(sessionId), input, options);
+  /**
+   * POST /v1/agents/sessions/{session_id}/messages, with an Idempotency-Key (given or new): the reply
+   * (`status: 'replied'`), or the turn waiting for decisions (`status: 'awaiting_approval'`, the 202).
+   */
+  sendMessage(sessionId: string, input: SendInput, options: SendOptions = {}): Promise<SessionTurnResult> {
+    return sendForReply<AgentReply>(this.#route(sessionId), input, options);
   }
 
   /** POST /v1/agents/sessions/{session_id}/messages/stream: the turn's events, resumed across breaks. */
@@ -213,12 +163,67 @@ export class ParleyClient {
     return resumeEvents(this.#route(sessionId), turnId, options);
   }
 
+  // Turns: decisions on the calls a paused turn waits for, and cancel
+
+  /**
+   * POST /v1/agents/sessions/{session_id}/turns/{turn_id}/approvals: decides calls of either approver (`user`
+   * or `operator`), waits for the turn to go on, and answers like sendMessage (the reply, or the turn waiting
+   * again). Calls may be decided over several requests; the turn goes on once every waiting call is.
+   */
+  decide(
+    sessionId: string,
+    turnId: string,
+    decisions: readonly Decision[],
+    o: DecideOptions = {},
+  ): Promise<SessionTurnResult> {
+    return decideForResult<AgentReply>(this.#route(sessionId), turnId, decisions, o);
+  }
+
+  /** decide() approving the given calls. */
+  approve(
+    sessionId: string,
+    turnId: string,
+    callIds: CallIds,
+    o: DecideOptions = {},
+  ): Promise<SessionTurnResult> {
+    return this.decide(sessionId, turnId, decisionsFor(callIds, true), o);
+  }
+
+  /** decide() denying the given calls; the model is told `{ error: "denied", by: "operator", reason }`. */
+  deny(
+    sessionId: string,
+    turnId: string,
+    callIds: CallIds,
+    reason?: string | null,
+    o: DecideOptions = {},
+  ): Promise<SessionTurnResult> {
+    return this.decide(sessionId, turnId, decisionsFor(callIds, false, reason), o);
+  }
+
+  /** The same decision with Accept: text/event-stream: the turn's events from the pause it decided on. */
+  streamDecision(
+    sessionId: string,
+    turnId: string,
+    decisions: readonly Decision[],
+    o: DecideOptions = {},
+  ): TurnStream<SessionTurnEvent> {
+    return decideStreamed(this.#route(sessionId), turnId, decisions, o);
+  }
+
+  /**
+   * POST /v1/agents/sessions/{session_id}/turns/{turn_id}/cancel: stops a running or paused turn; the text
+   * written so far is its reply (`stop_reason: "cancelled"`). A finished turn is answered as it is.
+   */
+  cancelTurn(sessionId: string, turnId: string, o: Signal = {}): Promise<CancelResult> {
+    return cancelTurn(this.#route(sessionId), turnId, o);
+  }
+
   /**
    * POST /v1/agents/sessions/{session_id}/chat: useChat's body in, the AI SDK UI message stream out, as the
    * raw Response (to pipe to your own front-end). The Idempotency-Key defaults to the newest user message's id.
    */
   chat(sessionId: string, body: ChatRequest, options: SendOptions = {}): Promise<Response> {
-    return this.#t.request({
+    return this.t.request({
       method: 'POST',
       path: `/v1/agents/sessions/${seg(sessionId)}/chat`,
       json: body,
@@ -231,7 +236,7 @@ export class ParleyClient {
 
   /** GET /v1/agents/sessions/{session_id}/messages (oldest first) */
   listMessages(sessionId: string, query: PageQuery = {}, o: Signal = {}): Promise<MessagePage> {
-    return this.#t.json({
+    return this.t.json({
       method: 'GET',
       path: `/v1/agents/sessions/${seg(sessionId)}/messages`,
       query,
@@ -242,7 +247,7 @@ export class ParleyClient {
 
   /** GET /v1/agents/sessions/{session_id}/messages/{message_id} */
   getMessage(sessionId: string, messageId: string, o: Signal = {}): Promise<Message> {
-    return this.#t.json({
+    return this.t.json({
       method: 'GET',
       path: `/v1/agents/sessions/${seg(sessionId)}/messages/${seg(messageId)}`,
       idempotent: true,
@@ -254,7 +259,7 @@ export class ParleyClient {
 
   /** POST /v1/agents/{agent_id}/conversations: the conversation and its first session token. */
   createConversation(agentId: string, body: SessionCreate = {}, o: Signal = {}): Promise<ConversationStart> {
-    return this.#t.json({
+    return this.t.json({
       method: 'POST',
       path: `/v1/agents/${seg(agentId)}/conversations`,
       json: body,
@@ -265,7 +270,7 @@ export class ParleyClient {
 
   /** POST /v1/agents/conversations/{conversation_id}/token: a fresh session token. */
   refreshToken(conversationId: string, o: Signal = {}): Promise<SessionToken> {
-    return this.#t.json({
+    return this.t.json({
       method: 'POST',
       path: `/v1/agents/conversations/${seg(conversationId)}/token`,
       idempotent: true,
@@ -273,57 +278,10 @@ export class ParleyClient {
     });
   }
 
-  // Webhooks (a key for every agent)
-
-  /** POST /v1/agents/webhooks: the endpoint with its signing secret, shown only in this answer. */
-  createWebhook(body: WebhookCreate, o: Signal = {}): Promise<CreatedWebhook> {
-    return this.#t.json({ method: 'POST', path: '/v1/agents/webhooks', json: body, idempotent: false, ...o });
-  }
-
-  /** GET /v1/agents/webhooks (oldest first) */
-  async listWebhooks(o: Signal = {}): Promise<Webhook[]> {
-    const page: { items: Webhook[] } = await this.#t.json({
-      method: 'GET',
-      path: '/v1/agents/webhooks',
-      idempotent: true,
-      ...o,
-    });
-    return page.items;
-  }
-
-  /** GET /v1/agents/webhooks/{webhook_id} */
-  getWebhook(webhookId: string, o: Signal = {}): Promise<Webhook> {
-    return this.#t.json({
-      method: 'GET',
-      path: `/v1/agents/webhooks/${seg(webhookId)}`,
-      idempotent: true,
-      ...o,
-    });
-  }
-
-  /** DELETE /v1/agents/webhooks/{webhook_id} (its deliveries go with it) */
-  async deleteWebhook(webhookId: string, o: Signal = {}): Promise<void> {
-    await this.#noContent({ method: 'DELETE', path: `/v1/agents/webhooks/${seg(webhookId)}`, ...o });
-  }
-
-  /** GET /v1/agents/webhooks/{webhook_id}/deliveries (newest first) */
-  listWebhookDeliveries(
-    webhookId: string,
-    query: PageQuery = {},
-    o: Signal = {},
-  ): Promise<WebhookDeliveryPage> {
-    return this.#t.json({
-      method: 'GET',
-      path: `/v1/agents/webhooks/${seg(webhookId)}/deliveries`,
-      query,
-      idempotent: true,
-      ...o,
-    });
-  }
-
   #route(sessionId: string): SendRoute {
     return {
-      transport: this.#t,
+      transport: this.t,
+      session: `/v1/agents/sessions/${seg(sessionId)}`,
       messages: `/v1/agents/sessions/${seg(sessionId)}/messages`,
       events: (turnId, after, signal) => this.#events(sessionId, turnId, after, signal),
       maxReconnects: this.#maxReconnects,
@@ -336,7 +294,7 @@ export class ParleyClient {
     after: string | undefined,
     signal: AbortSignal | undefined,
   ): Promise<Response> {
-    return this.#t.request({
+    return this.t.request({
       method: 'GET',
       path: `/v1/agents/sessions/${seg(sessionId)}/turns/${seg(turnId)}/events`,
       headers: after === undefined ? {} : { 'last-event-id': after },
@@ -345,10 +303,5 @@ export class ParleyClient {
       noNetworkRetry: true,
       signal,
     });
-  }
-
-  async #noContent(spec: { method: 'DELETE'; path: string } & Signal): Promise<void> {
-    const response = await this.#t.request({ ...spec, idempotent: true });
-    await response.body?.cancel();
   }
 }

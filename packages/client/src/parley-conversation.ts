@@ -4,13 +4,24 @@
 import type { ResumeOptions, SendOptions, SendRoute } from './send.ts';
 import { resumeEvents, sendForReply, sendStreamed } from './send.ts';
 import { type Fetch, seg, Transport } from './transport.ts';
+import {
+  type CallIds,
+  cancelTurn,
+  type DecideOptions,
+  decideForResult,
+  decideStreamed,
+  decisionsFor,
+} from './turn-actions.ts';
 import type { TurnStream } from './turn-stream.ts';
 import type {
   Conversation,
+  ConversationCancelResult,
   ConversationFile,
   ConversationFilePage,
   ConversationMessagePage,
   ConversationReply,
+  ConversationTurnResult,
+  Decision,
   Feedback,
   FeedbackCreate,
   InactivityResult,
@@ -64,6 +75,7 @@ export class ParleyConversation {
     });
     this.#route = {
       transport: this.#transport,
+      session: this.#path,
       messages: `${this.#path}/messages`,
       events: (turnId, after, signal) => this.#events(turnId, after, signal),
       maxReconnects: options.maxReconnects,
@@ -85,9 +97,12 @@ export class ParleyConversation {
     });
   }
 
-  /** Sends a message (a string is `{ content }`) and resolves the agent's reply (the 201 answer). */
-  send(input: SendInput, options: SendOptions = {}): Promise<ConversationReply> {
-    return sendForReply(this.#route, input, options);
+  /**
+   * Sends a message (a string is `{ content }`) and resolves the agent's reply (the 201, `status: 'replied'`), or
+   * the turn waiting for the user's decisions (the 202, `status: 'awaiting_approval'`, with `turn.approvals`).
+   */
+  send(input: SendInput, options: SendOptions = {}): Promise<ConversationTurnResult> {
+    return sendForReply<ConversationReply>(this.#route, input, options);
   }
 
   /** Sends a message and streams the turn's events; see TurnStream for resumption. */
@@ -101,6 +116,60 @@ export class ParleyConversation {
    */
   resume(turnId: string, options: ResumeOptions = {}): TurnStream {
     return resumeEvents(this.#route, turnId, options);
+  }
+
+  /**
+   * Decides calls the turn waits for (the user's: `approver: "user"`), waits for the turn to go on, and answers
+   * like send(): the reply, or the turn waiting again. A call of another approver is refused (403).
+   */
+  decide(
+    turnId: string,
+    decisions: readonly Decision[],
+    options: DecideOptions = {},
+  ): Promise<ConversationTurnResult> {
+    return decideForResult<ConversationReply>(this.#route, turnId, decisions, options);
+  }
+
+  /** decide() approving the given calls. */
+  approve(turnId: string, callIds: CallIds, options: DecideOptions = {}): Promise<ConversationTurnResult> {
+    return this.decide(turnId, decisionsFor(callIds, true), options);
+  }
+
+  /** decide() denying the given calls; the model is told `{ error: "denied", by: "user", reason }`. */
+  deny(
+    turnId: string,
+    callIds: CallIds,
+    reason?: string | null,
+    options: DecideOptions = {},
+  ): Promise<ConversationTurnResult> {
+    return this.decide(turnId, decisionsFor(callIds, false, reason), options);
+  }
+
+  /** The same decision, answered as the turn's events from the pause it decided on (see TurnStream). */
+  streamDecision(turnId: string, decisions: readonly Decision[], options: DecideOptions = {}): TurnStream {
+    return decideStreamed(this.#route, turnId, decisions, options);
+  }
+
+  /**
+   * Stops a running or paused turn: the text written so far is its reply (`stop_reason: "cancelled"`), and a
+   * stream of it ends with turn.cancelled. A finished turn is answered as it is.
+   */
+  cancel(turnId: string, options: DecideOptions = {}): Promise<ConversationCancelResult> {
+    return cancelTurn(this.#route, turnId, options);
+  }
+
+  /**
+   * Asks for a human, where the conversation's agent allows it (else 403 `handoff_not_allowed`): people then
+   * answer, and sends are stored without a model's reply (`status: 'handled_by_humans'`). Idempotent.
+   */
+  requestHuman(reason?: string | null, options: { signal?: AbortSignal } = {}): Promise<Conversation> {
+    return this.#transport.json({
+      method: 'POST',
+      path: `${this.#path}/handoff`,
+      json: reason === undefined ? {} : { reason },
+      idempotent: true,
+      signal: options.signal,
+    });
   }
 
   /** A page of the conversation's messages, oldest first. */

@@ -4,7 +4,7 @@
 import { newIdempotencyKey } from './idempotency.ts';
 import type { Transport } from './transport.ts';
 import { type AnyTurnEvent, type TurnSource, TurnStream } from './turn-stream.ts';
-import type { MessageCreate, SendInput } from './types.ts';
+import type { HandledByHumans, MessageCreate, PausedTurn, SendInput, TurnResult } from './types.ts';
 
 export interface SendOptions {
   /** Default: a new random key; every retry of this send (and every resume of its stream) reuses it. */
@@ -21,6 +21,8 @@ export interface ResumeOptions {
 /** Where one session's (or conversation's) messages are sent, and how its turns' events are read again. */
 export interface SendRoute {
   transport: Transport;
+  /** The path of the session (or conversation): its turns are under `<session>/turns/{turn_id}`. */
+  session: string;
   /** The path of the messages: a send posts to it, a streamed send to `<messages>/stream`. */
   messages: string;
   /** The events of a turn after a full event id (the families ask for them differently). */
@@ -32,13 +34,16 @@ export interface SendRoute {
 export const messageBody = (input: SendInput): MessageCreate =>
   typeof input === 'string' ? { content: input } : input;
 
-/** POST <messages> with an Idempotency-Key (given or new): the agent's reply, once it is committed. */
-export function sendForReply<Reply>(
+/**
+ * POST <messages> with an Idempotency-Key (given or new): the agent's reply once it is committed, or the turn
+ * waiting for decisions (202).
+ */
+export async function sendForReply<Reply>(
   route: SendRoute,
   input: SendInput,
   options: SendOptions,
-): Promise<Reply> {
-  return route.transport.json({
+): Promise<TurnResult<Reply>> {
+  const response = await route.transport.request({
     method: 'POST',
     path: route.messages,
     json: messageBody(input),
@@ -46,6 +51,20 @@ export function sendForReply<Reply>(
     idempotent: true,
     signal: options.signal,
   });
+  return turnResult<Reply>(response);
+}
+
+/**
+ * A send's (or a decision's) answer marked by its status: 202 is a turn waiting for decisions, a 201 naming
+ * `handled_by: "humans"` a message stored for people to answer, else a reply.
+ */
+export async function turnResult<Reply>(response: Response): Promise<TurnResult<Reply>> {
+  const body = (await response.json()) as object;
+  if (response.status === 202)
+    return { ...(body as Omit<PausedTurn, 'status'>), status: 'awaiting_approval' };
+  if ('handled_by' in body && body.handled_by === 'humans')
+    return { ...(body as Omit<HandledByHumans, 'status'>), status: 'handled_by_humans' };
+  return { ...(body as Reply), status: 'replied' };
 }
 
 /** POST <messages>/stream: the turn's events; every connection of the stream sends the same key and body. */

@@ -2,6 +2,7 @@
 // with eventsource-parser; a stream that breaks after turn.started is resumed from the last event id
 // (GET …/turns/{turn_id}/events after the last id), one that breaks before it is sent again with the same
 // Idempotency-Key, and a turn the server reports interrupted is sent again, so the consumer reads one sequence.
+// A decision's stream continues a turn already started: it is sent first, and resumed once an event arrived.
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { ParleyError } from './errors.ts';
 import { countOption, sleep } from './transport.ts';
@@ -28,6 +29,14 @@ const KNOWN_EVENTS: Record<AnyTurnEvent['event'], true> = {
 };
 const known = new Set(Object.keys(KNOWN_EVENTS));
 
+/** The events after which the server ends the stream: the turn ended, or waits for decisions. */
+const LAST_EVENTS = new Set<AnyTurnEvent['event']>([
+  'turn.completed',
+  'turn.failed',
+  'turn.cancelled',
+  'turn.awaiting_approval',
+]);
+
 export const DEFAULT_MAX_RECONNECTS = 5;
 
 /** How a TurnStream reaches the server; each call answers 200 with an event stream, or throws a ParleyError. */
@@ -43,6 +52,11 @@ export interface TurnStreamOptions {
   /** A stream that resumes a known turn: its id, and the last event id already received (if any). */
   turnId?: string | undefined;
   after?: string | undefined;
+  /**
+   * The send continues the known turn (a decision): made first although `turnId` is given, and made again
+   * after a break that came before any event.
+   */
+  sendFirst?: boolean | undefined;
   /** Consecutive failed connections tolerated before giving up with `stream_interrupted`. Default 5. */
   maxReconnects?: number | undefined;
 }
@@ -52,7 +66,9 @@ export interface TurnStreamOptions {
  * iteration starts; a refusal before the stream (422, 409 session_closed, …) is thrown from the loop as a
  * ParleyError, as is a connection that could not be resumed (`stream_interrupted`, status 0).
  *
- * The sequence ends with `turn.completed` or `turn.failed`. A break in the connection is invisible: the
+ * The sequence ends with `turn.completed`, `turn.failed`, `turn.cancelled` (after the message.completed of
+ * the text written until the cancel) or `turn.awaiting_approval` (the turn waits for decisions; the
+ * decision's own stream goes on with it). A break in the connection is invisible: the
  * events continue where they stopped. One exception: when the server reports the turn interrupted (its
  * process stopped mid-turn), the send is repeated and the turn starts again with a second `turn.started`
  * of the same `turn_id`; drop the reply text held so far when it arrives.
@@ -63,6 +79,7 @@ export class TurnStream<E extends AnyTurnEvent = TurnEvent> implements AsyncIter
   readonly #maxReconnects: number;
   #turnId: string | undefined;
   #lastEventId: string | undefined;
+  readonly #sendFirst: boolean;
   #iterated = false;
 
   constructor(source: TurnSource, options: TurnStreamOptions = {}) {
@@ -71,6 +88,7 @@ export class TurnStream<E extends AnyTurnEvent = TurnEvent> implements AsyncIter
     this.#maxReconnects = countOption(options.maxReconnects, DEFAULT_MAX_RECONNECTS);
     this.#turnId = options.turnId;
     this.#lastEventId = options.after;
+    this.#sendFirst = options.sendFirst === true;
   }
 
   /** The turn's id, once turn.started arrived (or given, for a resumed turn). */
@@ -93,7 +111,7 @@ export class TurnStream<E extends AnyTurnEvent = TurnEvent> implements AsyncIter
     const signal = this.#signal;
     const send = this.#source.send;
     /** Whether the next connection sends the request (again) rather than resuming the turn. */
-    let fromStart = send !== undefined && this.#turnId === undefined;
+    let fromStart = send !== undefined && (this.#turnId === undefined || this.#sendFirst);
     let failures = 0;
     let restarts = 0;
     for (;;) {
@@ -118,17 +136,16 @@ export class TurnStream<E extends AnyTurnEvent = TurnEvent> implements AsyncIter
             const event = parseEvent<E>(message);
             if (!event) continue;
             progressed = true;
-            if (event.event === 'turn.started') {
-              this.#turnId = event.data.turn_id;
-              fromStart = false;
-            }
+            if (event.event === 'turn.started') this.#turnId = event.data.turn_id;
+            // From the first event on (turn.started, or a decision's first), a break resumes after the last.
+            if (this.#turnId !== undefined) fromStart = false;
             if (event.event === 'turn.failed' && event.data.error.code === 'turn_interrupted' && send) {
               // The server keeps the turn: the same request with the same key runs it again from its start.
               interrupted = true;
               break;
             }
             yield event;
-            if (event.event === 'turn.completed' || event.event === 'turn.failed') return;
+            if (LAST_EVENTS.has(event.event)) return;
           }
         } catch (err) {
           signal?.throwIfAborted();

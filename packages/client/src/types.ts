@@ -3,14 +3,18 @@
 // z.output for what an answer holds. A schema change changes these types, and the typecheck then names every
 // use that breaks.
 import type {
+  approvalSchema,
   ConversationTurnEvent,
+  cancelResult,
   chatRequest,
+  conversationCancelResult,
   conversationFile,
   conversationMessageSchema,
   conversationReply,
   conversationSchema,
   conversationStart,
   createdWebhookSchema,
+  decisionSchema,
   errorEnvelope,
   feedbackRequest,
   feedbackSchema,
@@ -33,6 +37,7 @@ import type {
   sessionTokenSchema,
   terminateRequest,
   terminateResult,
+  turnStateSchema,
   userFields,
   userListQuery,
   userSchema,
@@ -65,6 +70,37 @@ export type ErrorBody = z.output<typeof errorEnvelope>;
 /** One entry of a 422's `detail`: `{ loc, msg, type }`. */
 export type ValidationIssue = z.output<typeof validationErrorBody>['detail'][number];
 
+// Approvals and cancel (both families)
+/** A tool call waiting for a decision: `{ call_id, tool, input, approver, requested_at, expires_at }`. */
+export type Approval = z.output<typeof approvalSchema>;
+/** `{ call_id, approved, reason? }`: one decision on a call a paused turn waits for. */
+export type Decision = z.input<typeof decisionSchema>;
+/** A turn's state: `{ id, status, approvals }` (the approvals the caller may decide while it waits). */
+export type TurnState = z.output<typeof turnStateSchema>;
+/**
+ * The 202 of a send or a decision whose turn waits for decisions: no reply yet, the turn and what it waits
+ * for. `status` is the client's own mark (not on the wire), telling it apart from a reply.
+ */
+export interface PausedTurn {
+  status: 'awaiting_approval';
+  agent_message: null;
+  turn: TurnState;
+}
+/**
+ * The 201 of a send while people handle the session (after a handoff): the message is stored and no model
+ * answered. `status` is the client's own mark, as on PausedTurn.
+ */
+export interface HandledByHumans {
+  status: 'handled_by_humans';
+  agent_message: null;
+  handled_by: 'humans';
+}
+/**
+ * A send's (or a decision's) answer, marked by the client: `replied` (201 with the reply),
+ * `handled_by_humans` (201, stored, no reply: people answer), or `awaiting_approval` (202).
+ */
+export type TurnResult<Reply> = (Reply & { status: 'replied' }) | HandledByHumans | PausedTurn;
+
 // Public family (session token)
 export type Conversation = z.output<typeof conversationSchema>;
 /** A message as the end user sees it: no metadata; tool calls only where the agent exposes them. */
@@ -77,6 +113,10 @@ export type FeedbackCreate = z.input<typeof feedbackRequest>;
 export type Feedback = z.output<typeof feedbackSchema>;
 export type InactivityStep = z.input<typeof inactivityRequest>['step'];
 export type InactivityResult = z.output<typeof inactivityResult>;
+/** What a send or a decision answers with a session token: the reply, or the turn waiting for decisions. */
+export type ConversationTurnResult = TurnResult<ConversationReply>;
+/** What a cancel answers with a session token: the turn (`status: 'cancelled'`, or as it ended) and its reply. */
+export type ConversationCancelResult = z.output<typeof conversationCancelResult>;
 /**
  * An event of a turn streamed with a session token: `{ event, id, data }`, typed by `event`.
  *
@@ -86,6 +126,11 @@ export type InactivityResult = z.output<typeof inactivityResult>;
  * - `message.completed` — the stored reply (`data.message`), the same a plain send answers.
  * - `turn.completed` — the last event; `data.conversation_status` says whether the conversation is still open.
  * - `turn.failed` — the last event of a turn without a reply; with `data.partial`, drop the text shown.
+ * - `tool.approval_requested` — a tool call waits for a decision (`data.tool`, `data.input`, `data.approver`).
+ * - `turn.awaiting_approval` — the last event while the turn waits: `data.approvals` lists what it waits for;
+ *   decide them (approve, deny or decide) to go on.
+ * - `turn.cancelled` — the last event of a cancelled turn, after the message.completed of what was written
+ *   until then (`stop_reason: "cancelled"`).
  *
  * A second `turn.started` with the same `turn_id` means the turn was interrupted on the server and sent
  * again (same Idempotency-Key): drop the reply text held so far, the turn's text starts over.
@@ -117,6 +162,10 @@ export type SessionListQuery = ListQuery<typeof sessionListQuery>;
 export type Message = z.output<typeof messageSchema>;
 export type MessagePage = PageOf<typeof messageSchema>;
 export type AgentReply = z.output<typeof keyReply>;
+/** What a send or a decision answers with an API key: the reply, or the turn waiting for decisions. */
+export type SessionTurnResult = TurnResult<AgentReply>;
+/** What a cancel answers with an API key: the turn (`status: 'cancelled'`, or as it ended) and its reply. */
+export type CancelResult = z.output<typeof cancelResult>;
 /** An event of a turn streamed with an API key: as TurnEvent, with messages as Message and tool events. */
 export type SessionTurnEvent = KeyTurnEvent;
 /** `run`: 1 to 10 messages for a new session, with the session creation's fields (`persist` is accepted; v1 always persists). */

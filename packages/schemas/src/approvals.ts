@@ -10,6 +10,7 @@ export const approverSchema = z.enum(['user', 'operator']);
 
 export const approvalExample = {
   call_id: 'call_IYSjkb0pLq2wXr8sTuVb3',
+  turn_id: 'turn_IYSjka3ruqO7fQHIdFHWN',
   tool: 'refund',
   input: { order_id: 'A-1042', amount: 25 },
   approver: 'operator',
@@ -20,6 +21,9 @@ export const approvalExample = {
 export const approvalSchema = z
   .object({
     call_id: z.string(),
+    turn_id: z
+      .string()
+      .meta({ description: 'The turn that waits for the decision: the turn a decision or a cancel names' }),
     tool: z
       .string()
       .meta({ description: 'The tool as the model named it (an MCP tool as <server>__<tool>)' }),

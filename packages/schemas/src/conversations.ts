@@ -21,6 +21,8 @@ export const conversationSchema = sessionSchema
     messages_count: true,
     last_message_at: true,
     pending_approvals: true,
+    handled_by: true,
+    handoff: true,
   })
   .meta({ id: 'Conversation', examples: [conversationExample] });
 
@@ -109,6 +111,7 @@ export const inactivityResult = z
           created_at: '2026-03-02T09:18:21.402Z',
           stop_reason: null,
           usage: null,
+          author: null,
         },
         conversation_status: 'active',
       },

@@ -23,6 +23,9 @@ export const WEBHOOK_EVENT_TYPES = [
   'turn.completed',
   'turn.failed',
   'turn.awaiting_approval',
+  'session.handoff_requested',
+  'session.handed_back',
+  'message.created',
   'feedback.submitted',
   'user.deleted',
 ] as const;

@@ -62,11 +62,20 @@ export const contentInput = z.union(
   { error: 'Input should be a string or a list of content blocks' },
 );
 
+/** The person who wrote an operator's message (an assistant message sent while people handle the session). */
+export const authorSchema = z
+  .strictObject({ id: text().min(1).max(200), name: text().min(1).max(200) })
+  .meta({ id: 'Author' });
+
 export const messageRequest = z
   .strictObject({
     content: contentInput,
     role: z.enum(['user', 'assistant']).default('user'),
     metadata: metadataSchema.nullable().optional(),
+    author: authorSchema.optional().meta({
+      description:
+        'Who wrote an assistant message (an operator), shown to the end user; not on user messages',
+    }),
   })
   .meta({
     id: 'MessageCreate',
@@ -119,6 +128,7 @@ export const messageExample = {
   stop_reason: 'end',
   usage: { input_tokens: 412, output_tokens: 14 },
   tool_calls: [],
+  author: null,
 };
 
 /** The same reply as the public family shows it: no metadata, no tool calls (the agent exposes none). */
@@ -142,6 +152,10 @@ export const messageSchema = z
       description:
         "The turn's tool calls, in the order the model asked for them; null on messages no model produced",
     }),
+    author: z
+      .object({ id: z.string(), name: z.string() })
+      .nullable()
+      .meta({ description: 'The operator who wrote the message; null on every other message' }),
   })
   .meta({ id: 'Message', examples: [messageExample] });
 
@@ -164,6 +178,28 @@ export const idempotencyHeaders = z.object({
 
 export const agentReply = z.object({ agent_message: messageSchema }).meta({ id: 'AgentReply' });
 
+/** A send while people handle the session: the message is stored, no model answers. */
+export const humansReply = z
+  .object({
+    agent_message: messageSchema
+      .nullable()
+      .meta({ description: 'Always null here: people handle the session, and no model answered' }),
+    handled_by: z.literal('humans'),
+  })
+  .meta({ id: 'HandledByHumans', examples: [{ agent_message: null, handled_by: 'humans' }] });
+
 export const conversationReply = z
   .object({ agent_message: conversationMessageSchema })
   .meta({ id: 'ConversationReply' });
+
+const humansExample = { agent_message: null, handled_by: 'humans' };
+
+/** A send's 201 (API key): the agent's reply, or none while people handle the session. */
+export const sendReply = z
+  .union([agentReply, humansReply])
+  .meta({ examples: [{ agent_message: messageExample }, humansExample] });
+
+/** A send's 201 (session token): the agent's reply, or none while people handle the conversation. */
+export const conversationSendReply = z
+  .union([conversationReply, humansReply])
+  .meta({ examples: [{ agent_message: conversationMessageExample }, humansExample] });

@@ -56,7 +56,35 @@ export const sessionExample = {
   context: { plan: 'pro' },
   metadata: { crm_ticket: 'T-1042' },
   pending_approvals: [],
+  handled_by: 'agent',
+  handoff: null,
 };
+
+/** Who answers the session's user: the agent's model, or people (after a handoff). */
+export const handledBy = z.enum(['agent', 'humans']);
+
+/** Why and since when people handle the session, and who asked for them. */
+export const handoffSchema = z
+  .object({
+    requested_at: timestamp,
+    reason: z.string().nullable(),
+    by: z.enum(['agent', 'integrator', 'user']).meta({
+      description:
+        'Who asked for people: the agent (its handoff_to_human tool), the integrator (API key) or the user',
+    }),
+  })
+  .meta({ id: 'Handoff' });
+
+/** The body of a handoff: why people should take over (optional). */
+export const handoffRequest = z
+  .strictObject({ reason: text().max(500).nullable().optional() })
+  .meta({ examples: [{ reason: 'asks for a refund above the limit' }] });
+
+/** The body of a handback: nothing (an empty object, or none). */
+export const handbackRequest = z
+  .strictObject({})
+  .optional()
+  .meta({ examples: [{}] });
 
 export const sessionSchema = z
   .object({
@@ -76,6 +104,12 @@ export const sessionSchema = z
       description:
         'The tool calls a paused turn waits for; empty when none. The conversation family sees only those its end user may decide',
     }),
+    handled_by: handledBy.meta({
+      description: 'Who answers the user: the agent, or people (humans) after a handoff, until a handback',
+    }),
+    handoff: handoffSchema
+      .nullable()
+      .meta({ description: 'The handoff in force; null while the agent answers' }),
   })
   .meta({ id: 'Session', examples: [sessionExample] });
 

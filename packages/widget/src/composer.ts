@@ -1,5 +1,5 @@
-// The composer of <parley-chat>: the message box (Enter sends, Shift+Enter is a newline), the send and attach
-// buttons, the attachments (each uploaded as soon as it is chosen, under a chip that removes it), and the draft
+// The composer of <parley-chat>: the message box (Enter sends, Shift+Enter is a newline), the send button (a
+// Stop button while a turn runs), the attach button, the attachments (each uploaded as soon as it is chosen, under a chip that removes it), and the draft
 // a send that stored nothing gives back, which keeps its Idempotency-Key. The element decides when to send.
 import { newIdempotencyKey, type ParleyConversation } from '@parley/client';
 import { fileChip, h } from './view.ts';
@@ -29,6 +29,8 @@ const PAPERCLIP =
 export interface ComposerHooks {
   /** Enter or the send button. */
   submit(): void;
+  /** The send button while a turn runs: stop it. */
+  stop(): void;
   /** Files picked: the element uploads them (addAttachment) if the conversation takes them. */
   choose(file: File): void;
 }
@@ -50,6 +52,9 @@ export class Composer {
   #pending: Pending[] = [];
   /** The draft a failed send gave back: sent again unchanged, it keeps its Idempotency-Key. */
   #draft: Draft | null = null;
+  /** A turn runs (or waits for decisions): the send button is the Stop button. */
+  #running = false;
+  #stopping = false;
 
   constructor(hooks: ComposerHooks) {
     // A constant of ours, not text from anyone: the paperclip (Feather's path, MIT), drawn in the text colour.
@@ -65,7 +70,9 @@ export class Composer {
     );
     this.form.addEventListener('submit', (e) => {
       e.preventDefault();
-      hooks.submit();
+      // Enter in the message box never stops a turn: only the button does (it is Stop while one runs).
+      if (this.#running) hooks.stop();
+      else hooks.submit();
     });
     this.input.addEventListener('keydown', (e) => {
       // Enter sends; Shift+Enter (and Enter while an input method composes) is the textarea's own newline.
@@ -93,7 +100,25 @@ export class Composer {
   setEnabled(on: boolean, busy: boolean): void {
     this.input.disabled = !on;
     this.attach.disabled = !on;
-    this.send.disabled = !on || busy;
+    this.send.disabled = !on || (busy && !this.#running) || this.#stopping;
+  }
+
+  /**
+   * A turn runs (`on`): the send button becomes Stop, enabled; `stopping` while the cancel is on its way (then
+   * disabled). Off, it is Send again.
+   */
+  setRunning(on: boolean, stopping = false): void {
+    const focused = this.send.matches(':focus');
+    this.#running = on;
+    this.#stopping = on && stopping;
+    this.send.textContent = on ? 'Stop' : 'Send';
+    this.send.classList.toggle('primary', !on);
+    this.send.classList.toggle('stop', on);
+    if (on) this.send.setAttribute('aria-label', 'Stop the reply');
+    else this.send.removeAttribute('aria-label');
+    this.send.disabled = this.#stopping || (!on && this.input.disabled);
+    // A disabled button loses the focus: it goes to the message box, where the next message is typed.
+    if (focused && this.send.disabled) this.input.focus();
   }
 
   /** Uploads `file` at once under a chip; `failed` is told when the upload fails (its chip is gone then). */

@@ -1,5 +1,6 @@
-// Which conversation the attributes of <parley-chat> name, and the client for it (@parley/client), whose
-// session token is refreshed through the page's `refreshToken` callback when it expires.
+// Which conversation the attributes of <parley-chat> name, the client for it (@parley/client), whose session
+// token is refreshed through the page's `refreshToken` callback when it expires, and the turn of it under way,
+// remembered for the tab (sessionStorage) so that a reload finds a turn waiting for decisions again.
 import { ParleyConversation, ParleyError } from '@parley/client';
 
 /** Where the API is: `base-url`, else the origin this module was served from (Parley serves /widget.js). */
@@ -30,4 +31,33 @@ export function connect(el: Element, refresh: () => Promise<string> | null): Par
         }),
       ),
   });
+}
+
+/** The turn whose reply is arriving (or that waits for decisions): what a restart needs to follow it again. */
+export interface LiveTurn {
+  conversation: string;
+  turnId: string;
+  userMessageId: string | undefined;
+}
+
+const storageKey = (el: Element) => `parley-chat:turn ${conversationKey(el)}`;
+
+/** Remembers (or forgets, with null) the conversation's turn under way; a page without storage remembers nothing. */
+export function rememberTurn(el: Element, turn: LiveTurn | null): void {
+  try {
+    if (turn) sessionStorage.setItem(storageKey(el), JSON.stringify(turn));
+    else sessionStorage.removeItem(storageKey(el));
+  } catch {
+    // Storage refused (a sandboxed frame, a full quota): a reload then only shows the stored messages.
+  }
+}
+
+/** The turn under way that this tab remembered for the conversation the attributes name. */
+export function rememberedTurn(el: Element): LiveTurn | null {
+  try {
+    const turn = JSON.parse(sessionStorage.getItem(storageKey(el)) ?? 'null') as LiveTurn | null;
+    return turn && typeof turn.turnId === 'string' ? turn : null;
+  } catch {
+    return null;
+  }
 }

@@ -1,27 +1,21 @@
 // <parley-chat>: one conversation of the public family in an open shadow root. It loads the earlier messages,
-// streams replies delta by delta, uploads attachments, shows tool steps, offers NPS feedback and terminate,
+// streams replies delta by delta, uploads attachments, shows tool steps, asks the user to approve or deny the
+// tool calls that wait for them, stops a running turn, offers NPS feedback and terminate,
 // runs the inactivity steps when asked to, and shows a closed or expired conversation as such. All HTTP goes
 // through @parley/client (token refresh and resuming a dropped stream included). This file is the element's
 // life and what it does when; how it looks (chat-view.ts), the composer, a turn's rendering, the feedback and
 // the end controls have files of their own.
-// Moved in the page (disconnected, then connected again), it reloads the conversation and resumes the reply
-// that was arriving.
-import { type ParleyConversation, ParleyError, type TurnEvent } from '@parley/client';
+// Moved in the page (disconnected, then connected again) or reloaded, it reloads the conversation and resumes
+// the reply that was arriving, or shows again the calls the turn waits for.
+import { type Approval, type ParleyConversation, ParleyError } from '@parley/client';
 import { ChatView } from './chat-view.ts';
 import { Composer, type Pending } from './composer.ts';
-import { connect, conversationKey } from './connect.ts';
+import { connect, conversationKey, type LiveTurn, rememberedTurn, rememberTurn } from './connect.ts';
 import { EndControls } from './end-controls.ts';
 import { FeedbackOffer } from './feedback-form.ts';
 import { Inactivity } from './idle-timer.ts';
-import { renderTurn } from './turn-view.ts';
+import { TurnControl } from './turn-control.ts';
 import { type Block, type KnownFile, messageNode } from './view.ts';
-
-/** The turn whose reply is arriving: what a restart on the same conversation needs to resume it. */
-interface LiveTurn {
-  conversation: string;
-  turnId: string;
-  userMessageId: string | undefined;
-}
 
 /** Codes that mean the conversation no longer takes messages. */
 const ENDED: Record<string, 'closed' | 'expired'> = { session_closed: 'closed', session_expired: 'expired' };
@@ -53,6 +47,7 @@ export class ParleyChat extends HTMLElement {
 
   readonly #composer = new Composer({
     submit: () => void this.#submit(),
+    stop: () => void this.#control.stop(),
     choose: (file) => this.#addAttachment(file),
   });
   readonly #endControls = new EndControls(
@@ -65,11 +60,32 @@ export class ParleyChat extends HTMLElement {
     fail: (err) => this.#fail(err),
   });
   readonly #view: ChatView;
+  /** The turn under way: its rendering, approval cards, decisions and Stop (turn-control.ts). */
+  readonly #control: TurnControl;
 
   constructor() {
     super();
     const parts = { composer: this.#composer, endControls: this.#endControls, feedback: this.#feedback.slot };
-    this.#view = new ChatView(this.attachShadow({ mode: 'open' }), parts, () => this.#active());
+    const view = new ChatView(this.attachShadow({ mode: 'open' }), parts, () => this.#active());
+    this.#view = view;
+    this.#control = new TurnControl({
+      conv: () => this.#conv,
+      life: () => this.#life.signal,
+      log: view.log,
+      notice: view.notice,
+      error: view.error,
+      files: this.#files,
+      composer: this.#composer,
+      scroll: (force) => view.scroll(force),
+      started: (turnId, userMessageId) =>
+        this.#setTurn({ conversation: conversationKey(this), turnId, userMessageId }),
+      completed: (status) => {
+        if (status !== 'active') this.#showEnded(status);
+        else this.#offerFeedback();
+      },
+      fail: (err) => this.#fail(err),
+      over: () => this.#turnEnded(),
+    });
   }
 
   connectedCallback(): void {
@@ -117,9 +133,12 @@ export class ParleyChat extends HTMLElement {
     this.#life.abort();
     const life = new AbortController();
     this.#life = life;
-    // A reply that was arriving when the widget stopped (it was moved in the page): resumed below.
-    const interrupted = this.#turn?.conversation === conversationKey(this) ? this.#turn : null;
+    // A reply that was arriving when the widget stopped (moved in the page, or the page reloaded), or a turn
+    // waiting for decisions: followed again below.
+    const interrupted =
+      this.#turn?.conversation === conversationKey(this) ? this.#turn : rememberedTurn(this);
     this.#turn = null;
+    this.#control.reset(true);
     this.#idle.stop();
     this.#view.clear();
     this.#feedback.reset();
@@ -147,11 +166,22 @@ export class ParleyChat extends HTMLElement {
       if (record.status !== 'active') return this.#showEnded(record.status, false);
       this.#setEnabled(true);
       // The interrupted turn's message is the newest stored: its reply is not, so the turn is followed again.
+      // So is a turn waiting for decisions that this tab never saw (sent in another tab or on another device).
       const last = page.items.at(-1);
       const mine = this.#view.log.lastElementChild;
-      if (interrupted && last?.id === interrupted.userMessageId && mine instanceof HTMLElement) {
-        return await this.#follow(conv, interrupted, mine, life.signal);
+      const waiting = record.pending_approvals[0];
+      const turn =
+        interrupted?.userMessageId === last?.id
+          ? interrupted
+          : waiting && {
+              conversation: conversationKey(this),
+              turnId: waiting.turn_id,
+              userMessageId: last?.id,
+            };
+      if (turn && last?.id === turn.userMessageId && mine instanceof HTMLElement) {
+        return await this.#follow(conv, turn, mine, life.signal, record.pending_approvals);
       }
+      rememberTurn(this, null);
       this.#idle.restart();
     } catch (err) {
       if (!life.signal.aborted) this.#fail(err);
@@ -164,22 +194,32 @@ export class ParleyChat extends HTMLElement {
     turn: LiveTurn,
     mine: HTMLElement,
     life: AbortSignal,
+    pending: readonly Approval[],
   ): Promise<void> {
     this.#busy = true;
     this.#composer.send.disabled = true;
     try {
-      await this.#render(conv.resume(turn.turnId, { signal: life }), mine);
+      let events = conv.resume(turn.turnId, { signal: life });
+      await this.#control.render(events, mine);
+      // A pause whose calls were decided meanwhile (in another tab): the turn went on, and so does its replay.
+      while (this.#control.passed(pending)) {
+        const after = events.lastEventId;
+        events = conv.resume(turn.turnId, { after, signal: life });
+        await this.#control.goOn(events);
+        if (events.lastEventId === after) break;
+      }
     } catch (err) {
       if (!life.aborted) this.#fail(err);
     } finally {
-      if (!life.aborted) this.#turnEnded();
+      if (!life.aborted) this.#control.partEnded();
     }
   }
 
   /** After a turn's events (or their failure): the composer is the user's again. */
   #turnEnded(): void {
     this.#busy = false;
-    this.#turn = null;
+    this.#setTurn(null);
+    this.#control.reset();
     this.#view.log.removeAttribute('aria-busy');
     if (this.#ended === null) {
       this.#setEnabled(true);
@@ -267,7 +307,7 @@ export class ParleyChat extends HTMLElement {
     this.#view.scroll(true);
     try {
       const input = attachments.length === 0 ? text : { content: blocks };
-      await this.#render(conv.stream(input, { signal: life, idempotencyKey }), mine);
+      await this.#control.render(conv.stream(input, { signal: life, idempotencyKey }), mine);
     } catch (err) {
       if (life.aborted) return;
       if (mine.dataset.stored === undefined) {
@@ -277,25 +317,13 @@ export class ParleyChat extends HTMLElement {
       }
       this.#fail(err);
     } finally {
-      if (!life.aborted) this.#turnEnded();
+      if (!life.aborted) this.#control.partEnded();
     }
   }
 
-  /** Renders one turn's events (turn-view.ts); `mine` is the user's bubble. */
-  #render(events: AsyncIterable<TurnEvent>, mine: HTMLElement): Promise<void> {
-    return renderTurn(events, mine, {
-      log: this.#view.log,
-      files: this.#files,
-      scroll: () => this.#view.scroll(),
-      started: (turnId, userMessageId) => {
-        this.#turn = { conversation: conversationKey(this), turnId, userMessageId };
-      },
-      completed: (status) => {
-        if (status !== 'active') this.#showEnded(status);
-        else this.#offerFeedback();
-      },
-      failed: (err) => this.#fail(err),
-    });
+  #setTurn(turn: LiveTurn | null): void {
+    this.#turn = turn;
+    rememberTurn(this, turn);
   }
 
   /** One inactivity step (Inactivity runs them in order): its message shown, the conversation ended if it did. */
@@ -322,7 +350,8 @@ export class ParleyChat extends HTMLElement {
       // A reply still arriving is not followed further: the conversation is over.
       this.#life.abort();
       this.#busy = false;
-      this.#turn = null;
+      this.#setTurn(null);
+      this.#control.reset();
       this.#showEnded('closed');
       const first = this.#feedback.slot.querySelector<HTMLInputElement>('input');
       (first ?? this.#view.log).focus();

@@ -1,8 +1,10 @@
 // One turn of <parley-chat> as its events arrive: the reply streamed delta by delta into its bubble, tool steps
-// shown before it, the stored reply replacing the streamed text, and a turn that starts again (after an
-// interruption) or fails dropping what it showed of its reply. The element hears the turn start and end.
-import { ParleyError, type TurnEvent } from '@parley/client';
-import { fillMessage, type KnownFile, messageNode, settleTool, toolNode } from './view.ts';
+// shown before it, the stored reply replacing the streamed text, a turn that starts again (after an
+// interruption) or fails dropping what it showed of its reply, and one stopped keeping its text, marked so. A
+// turn that waits for decisions is shown in parts (its first stream, then each decision's): one TurnView
+// renders them all into the same reply. The element hears the turn start, pause and end.
+import { type Approval, type ConversationMessage, ParleyError, type TurnEvent } from '@parley/client';
+import { fillMessage, h, type KnownFile, messageNode, settleTool, toolNode } from './view.ts';
 
 /** Where a turn is shown, and who hears about it. */
 export interface TurnScreen {
@@ -12,26 +14,15 @@ export interface TurnScreen {
   scroll(): void;
   /** The turn has started: its message is stored. */
   started(turnId: string, userMessageId: string | undefined): void;
-  /** The turn is complete; the conversation's status after it. */
+  /** The turn waits for decisions: the calls the user may decide (none when only the integrator may). */
+  paused(turnId: string, approvals: readonly Approval[]): void;
+  /** The turn is complete (or was stopped); the conversation's status after it. */
   completed(conversationStatus: string): void;
   failed(err: ParleyError): void;
 }
 
-/** Renders one turn's events; `mine` (the user's bubble) gets `data-stored` once the turn has started. */
-export async function renderTurn(
-  events: AsyncIterable<TurnEvent>,
-  mine: HTMLElement,
-  screen: TurnScreen,
-): Promise<void> {
-  const view = new TurnView(mine, screen);
-  try {
-    for await (const ev of events) view.show(ev);
-  } finally {
-    view.settle();
-  }
-}
-
-class TurnView {
+/** One turn's rendering; `mine` (the user's bubble) gets `data-stored` once the turn has started. */
+export class TurnView {
   readonly #mine: HTMLElement;
   readonly #screen: TurnScreen;
   #turnId: string | null = null;
@@ -44,6 +35,30 @@ class TurnView {
   constructor(mine: HTMLElement, screen: TurnScreen) {
     this.#mine = mine;
     this.#screen = screen;
+  }
+
+  /** The turn's id, once it started. */
+  get turnId(): string | null {
+    return this.#turnId;
+  }
+
+  /** Renders one stream of the turn's events (its send, a resume, or a decision's continuation). */
+  async render(events: AsyncIterable<TurnEvent>): Promise<void> {
+    try {
+      for await (const ev of events) this.show(ev);
+    } finally {
+      this.settle();
+    }
+  }
+
+  /**
+   * The turn was stopped while it waited (no stream tells it): its reply is what was written, marked stopped
+   * when the cancel did stop it (`marked`), rather than finding it finished.
+   */
+  stopped(message: ConversationMessage | null, marked: boolean): void {
+    if (message) this.#completed(message);
+    if (marked) this.#markStopped();
+    this.#screen.log.removeAttribute('aria-busy');
   }
 
   show(ev: TurnEvent): void {
@@ -63,6 +78,8 @@ class TurnView {
       }
       case 'message.delta':
         this.#streamed().appendData(ev.data.delta.text);
+        // After a decision the reply goes on below the approval cards, where the reader is.
+        if (this.#reply && this.#reply !== log.lastElementChild) log.append(this.#reply);
         this.#screen.scroll();
         break;
       case 'tool.started': {
@@ -78,15 +95,17 @@ class TurnView {
         break;
       }
       case 'message.completed':
-        // The stored reply is the reference: it replaces the text gathered from the deltas.
-        if (this.#reply) {
-          fillMessage(this.#reply, ev.data.message, this.#screen.files);
-          delete this.#reply.dataset.streaming;
-        } else {
-          this.#reply = messageNode(ev.data.message, this.#screen.files);
-          log.append(this.#reply);
-        }
-        this.#screen.scroll();
+        this.#completed(ev.data.message);
+        break;
+      case 'turn.awaiting_approval':
+        // Nothing arrives until a decision: the log is read as it is.
+        log.removeAttribute('aria-busy');
+        this.#screen.paused(ev.data.turn_id, ev.data.approvals);
+        break;
+      case 'turn.cancelled':
+        this.#markStopped();
+        log.removeAttribute('aria-busy');
+        this.#screen.completed(ev.data.conversation_status);
         break;
       case 'turn.completed':
         log.removeAttribute('aria-busy');
@@ -106,6 +125,30 @@ class TurnView {
         );
         break;
     }
+  }
+
+  /** The stored reply is the reference: it replaces the text gathered from the deltas. */
+  #completed(message: ConversationMessage): void {
+    if (this.#reply) {
+      fillMessage(this.#reply, message, this.#screen.files);
+      delete this.#reply.dataset.streaming;
+    } else {
+      this.#reply = messageNode(message, this.#screen.files);
+      this.#screen.log.append(this.#reply);
+    }
+    this.#text = null;
+    this.#screen.scroll();
+  }
+
+  /** A stopped reply keeps its text and says it was stopped (a reply with no text says only that). */
+  #markStopped(): void {
+    const reply = this.#reply ?? messageNode({ role: 'assistant', content: [] }, this.#screen.files);
+    if (!reply.isConnected) this.#screen.log.append(reply);
+    this.#reply = reply;
+    delete reply.dataset.streaming;
+    reply.dataset.stopped = '';
+    reply.append(h('span', { class: 'stopped', part: 'stopped' }, 'Stopped'));
+    this.#screen.scroll();
   }
 
   /** A stream that broke for good leaves what it showed, no longer marked as arriving. */

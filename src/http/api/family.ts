@@ -8,6 +8,7 @@ import type { Config } from '../../config.ts';
 import type { Store } from '../../store/store.ts';
 import { requireApiKey } from '../auth/api-key.ts';
 import { registerRateLimit } from '../server/rate-limit.ts';
+import type { EventStreams } from '../turns/event-streams.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { conversationsRoutes } from './conversations.ts';
 import { filesRoutes } from './files.ts';
@@ -26,11 +27,13 @@ export interface ApiFamilyOptions {
   redis?: Redis;
   /** This process's streamed turns (shared by both families). */
   turns: LiveTurns;
+  /** This process's conversation event streams (shared by both families). */
+  streams: EventStreams;
 }
 
 export async function apiFamily(
   scope: FastifyInstance,
-  { store, config, sessions, tokens, redis, turns }: ApiFamilyOptions,
+  { store, config, sessions, tokens, redis, turns, streams }: ApiFamilyOptions,
 ) {
   // Documents the credential on every route of the family, for /docs and generated clients.
   scope.addHook('onRoute', (route) => {
@@ -49,7 +52,7 @@ export async function apiFamily(
     fileQuota: config.fileQuota,
   });
   await scope.register(sessionsRoutes, { store, sessions });
-  await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs, turns });
+  await scope.register(messagesRoutes, { store, sessions, pingMs: config.ssePingMs, turns, streams });
   await scope.register(runRoutes, { sessions });
   await scope.register(conversationsRoutes, { sessions, tokens });
   await scope.register(webhooksRoutes, { store, allowPrivate: config.webhooks.allowPrivate });

@@ -11,6 +11,8 @@ import { keySession } from '../auth/session-target.ts';
 import { onSession } from '../server/route-config.ts';
 import { registerApprovalRoutes } from '../turns/approvals.ts';
 import { registerChatRoute } from '../turns/chat.ts';
+import { registerEventsRoute } from '../turns/conversation-events.ts';
+import type { EventStreams } from '../turns/event-streams.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { registerResumeRoute } from '../turns/resume.ts';
 import { messagePage, registerSendRoutes, type SendFamily } from '../turns/send.ts';
@@ -20,6 +22,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
   sessions: SessionService;
   pingMs: number;
   turns: LiveTurns;
+  streams: EventStreams;
 }> = async (app, options) => {
   const { store, sessions } = options;
   const family: SendFamily = {
@@ -34,6 +37,7 @@ export const messagesRoutes: FastifyPluginAsyncZod<{
   registerChatRoute(app, '/v1/agents/sessions/:session_id/chat', family, options);
   registerResumeRoute(app, '/v1/agents/sessions/:session_id', family, options);
   registerApprovalRoutes(app, '/v1/agents/sessions/:session_id', family, options);
+  registerEventsRoute(app, '/v1/agents/sessions/:session_id', family, options);
 
   app.get(
     '/v1/agents/sessions/:session_id/messages',

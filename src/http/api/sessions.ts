@@ -1,10 +1,13 @@
 // Sessions of the server-side family: create one bound to an agent, read, list, terminate. A key scoped to
 // some agents sees only their sessions; a session of another tenant does not exist for it (404).
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
   authErrors,
   errorEnvelope,
+  handbackRequest,
+  handoffRequest,
   pageOf,
   sessionCreate,
   sessionListQuery,
@@ -14,6 +17,7 @@ import {
   terminateResult,
 } from '#schemas';
 import type { SessionService } from '../../actors/session-service.ts';
+import type { Handoff } from '../../machines/session.ts';
 import type { Store } from '../../store/store.ts';
 import { toSession } from '../../store/views.ts';
 import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
@@ -82,6 +86,44 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
       const session = await sessions.getSession(tenantId, sessionId, authorize);
       return toSession(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
     },
+  );
+
+  /** What the handoff and handback routes declare, beside their bodies. */
+  const handoverSchema = (summary: string) => ({
+    tags: ['sessions'],
+    summary,
+    params: sessionParams,
+    response: { 200: sessionSchema, 409: errorEnvelope, 503: errorEnvelope, ...authErrors },
+  });
+  /** Hands the session to people (`handoff`) or back (null), answering with the session as it is then. */
+  const handOver = async (
+    request: FastifyRequest<{ Params: { session_id: string } }>,
+    handoff: Omit<Handoff, 'requested_at'> | null,
+  ) => {
+    const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
+    const session = await sessions.handoff(tenantId, sessionId, handoff, authorize);
+    return toSession(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
+  };
+
+  app.post(
+    '/v1/agents/sessions/:session_id/handoff',
+    {
+      config: onSession,
+      schema: {
+        ...handoverSchema('Hand the session to people: sends are stored and no model answers (idempotent)'),
+        body: handoffRequest.optional(),
+      },
+    },
+    (request) => handOver(request, { reason: request.body?.reason ?? null, by: 'integrator' }),
+  );
+
+  app.post(
+    '/v1/agents/sessions/:session_id/handback',
+    {
+      config: onSession,
+      schema: { ...handoverSchema('Hand the session back to the agent (idempotent)'), body: handbackRequest },
+    },
+    (request) => handOver(request, null),
   );
 
   app.post(

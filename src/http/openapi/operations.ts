@@ -2,6 +2,7 @@
 // generated clients, what its success answer is, and which error codes of the catalogue (src/errors.ts)
 // it can answer with, so that each status's description lists codes that exist and cannot drift.
 import { type ErrorCode, errorCatalogue } from '../../errors.ts';
+import { humanOperationDocs } from './human-operations.ts';
 import {
   A,
   agent,
@@ -23,6 +24,7 @@ export { genericErrors, type OperationDoc } from './operation-parts.ts';
 
 export const operationDocs: Record<string, OperationDoc> = {
   ...turnOperationDocs,
+  ...humanOperationDocs,
   ...responseOperationDocs,
   'GET /healthz': {
     id: 'getHealth',
@@ -151,8 +153,8 @@ export const operationDocs: Record<string, OperationDoc> = {
   [`POST ${A}/sessions/{session_id}/messages`]: {
     id: 'sendMessage',
     description:
-      'Stores the message and answers the agent\'s reply, once it is stored too. One operation runs at a time per session, in arrival order; up to 8 more wait, and the next is 409 `session_busy`. With an `Idempotency-Key` (kept 24 h per session) a retry of the same body replays the stored reply with `Idempotent-Replayed: true`, and finishes a turn whose reply was lost; a different body under the key is 409 `idempotency_key_reused`. `role: "assistant"` stores your own message without calling the model. A failed model call keeps the user\'s message, and the session stays active. When a tool call must be approved first, the turn pauses and the answer is 202 with the calls it waits for (`decideApprovals` goes on with it); while it waits, a new send is 409 `approval_pending`.',
-    ok: "The agent's reply (201), or the approvals the paused turn waits for (202)",
+      'Stores the message and answers the agent\'s reply, once it is stored too. One operation runs at a time per session, in arrival order; up to 8 more wait, and the next is 409 `session_busy`. With an `Idempotency-Key` (kept 24 h per session) a retry of the same body replays the stored reply with `Idempotent-Replayed: true`, and finishes a turn whose reply was lost; a different body under the key is 409 `idempotency_key_reused`. `role: "assistant"` stores your own message without calling the model. A failed model call keeps the user\'s message, and the session stays active. When a tool call must be approved first, the turn pauses and the answer is 202 with the calls it waits for (`decideApprovals` goes on with it); while it waits, a new send is 409 `approval_pending`. While people handle the session (`handOffSession`) the message is stored and no model is called: 201 `{ agent_message: null, handled_by: "humans" }`; an operator answers with `role: "assistant"` and an optional `author: { id, name }`.',
+    ok: "The agent's reply (201; none while people handle the session), or the approvals the paused turn waits for (202)",
     errors: [...session, ...turn],
     replays: true,
   },

@@ -1,6 +1,6 @@
 // Inside one conversation, with its session token: read its state and messages, send a message (shared with
 // the server-side family in turns/send.ts and turns/chat.ts), leave feedback, emit the inactivity
-// messages, terminate. Each call is limited to the token's conversation.
+// messages, ask for a human, terminate. Each call is limited to the token's conversation.
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -12,6 +12,7 @@ import {
   errorEnvelope,
   feedbackRequest,
   feedbackSchema,
+  handoffRequest,
   inactivityRequest,
   inactivityResult,
   pageOf,
@@ -21,6 +22,7 @@ import {
 } from '#schemas';
 import { conversationMessage, type PublicMessage } from '../../actors/public-message.ts';
 import type { SessionService } from '../../actors/session-service.ts';
+import { AppError } from '../../errors.ts';
 import { newId } from '../../ids.ts';
 import type { Store } from '../../store/store.ts';
 import { toConversation } from '../../store/views.ts';
@@ -30,6 +32,8 @@ import { tokenOf } from '../auth/session-token.ts';
 import { onConversation } from '../server/route-config.ts';
 import { registerApprovalRoutes } from '../turns/approvals.ts';
 import { registerChatRoute } from '../turns/chat.ts';
+import { registerEventsRoute } from '../turns/conversation-events.ts';
+import type { EventStreams } from '../turns/event-streams.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { registerResumeRoute } from '../turns/resume.ts';
 import { messagePage, registerSendRoutes, type SendFamily } from '../turns/send.ts';
@@ -39,6 +43,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
   sessions: SessionService;
   pingMs: number;
   turns: LiveTurns;
+  streams: EventStreams;
 }> = async (app, options) => {
   const { store, sessions } = options;
   /** The end user sees no metadata, and tool calls only where the agent exposes them. */
@@ -92,6 +97,7 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
   registerChatRoute(app, '/:conversation_id/chat', family, options);
   registerResumeRoute(app, '/:conversation_id', family, options);
   registerApprovalRoutes(app, '/:conversation_id', family, options);
+  registerEventsRoute(app, '/:conversation_id', family, options);
 
   app.post(
     '/:conversation_id/feedback',
@@ -140,6 +146,29 @@ export const publicConversationRoutes: FastifyPluginAsyncZod<{
       const { tenantId, sessionId, authorize } = tokenSession(request);
       const result = await sessions.inactivity(tenantId, sessionId, request.body.step, authorize);
       return { ...result, message: view(request).message(result.message) };
+    },
+  );
+
+  app.post(
+    '/:conversation_id/handoff',
+    {
+      config: onConversation,
+      schema: {
+        tags: ['public'],
+        summary: "Ask for a human, where the conversation's agent allows it (idempotent)",
+        params: conversationParams,
+        body: handoffRequest.optional(),
+        response: { 200: conversationSchema, 409: errorEnvelope, 503: errorEnvelope, ...authErrors },
+      },
+    },
+    async (request) => {
+      const { tenantId, sessionId, authorize } = tokenSession(request);
+      if (!sessions.agent(tokenOf(request).agentId).handoff.user_can_request) {
+        throw new AppError('handoff_not_allowed', undefined, { context: { conversation_id: sessionId } });
+      }
+      const handoff = { reason: request.body?.reason ?? null, by: 'user' as const };
+      const session = await sessions.handoff(tenantId, sessionId, handoff, authorize);
+      return toConversation(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
     },
   );
 

@@ -11,6 +11,7 @@ import type { Store } from '../../store/store.ts';
 import { requireSessionToken } from '../auth/session-token.ts';
 import { handleError, notFound } from '../server/error-handler.ts';
 import { registerRateLimit } from '../server/rate-limit.ts';
+import type { EventStreams } from '../turns/event-streams.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { publicConversationRoutes } from './conversation.ts';
 import { publicFilesRoutes } from './files.ts';
@@ -27,6 +28,8 @@ export interface PublicFamilyOptions {
   redis?: Redis;
   /** This process's streamed turns (shared by both families). */
   turns: LiveTurns;
+  /** This process's conversation event streams (shared by both families). */
+  streams: EventStreams;
   /** Tighter bounds for one tenant's conversations (the demo page's). */
   bounded?: TenantBounds;
 }
@@ -77,6 +80,7 @@ export async function publicFamily(scope: FastifyInstance, options: PublicFamily
     sessions,
     pingMs: config.ssePingMs,
     turns: options.turns,
+    streams: options.streams,
   });
   await scope.register(publicFilesRoutes, {
     store,

@@ -2,20 +2,23 @@
 // sends through DefaultChatTransport, sends its newest user message with the send routes' turn (sessions.send
 // with an observer: same semantics, same errors, JSON before the stream starts), and answers with the UI
 // message stream, framed by the SDK's own helpers. The Idempotency-Key is the header, else the user message's
-// id, so that the SDK's retries replay the stored reply instead of running a second turn.
-import type { FinishReason, UIMessageChunk } from 'ai';
+// id, so that the SDK's retries replay the stored reply instead of running a second turn. A turn that waits for
+// decisions speaks the SDK's approval protocol, and a request answering it is a decision (chat-approvals.ts).
+import type { FinishReason } from 'ai';
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { authErrors, chatRequest, idempotencyHeaders, turnErrors, uiMessageStreamResponse } from '#schemas';
 import type { TurnObserver } from '../../actors/operation-context.ts';
 import type { SendResult } from '../../actors/session-service.ts';
-import type { AppError } from '../../errors.ts';
 import type { StopReason } from '../../store/store.ts';
 import { countOpenStream } from '../server/metrics.ts';
+import { chatDecisions, textAfterPause } from './chat-approvals.ts';
+import { TurnChunks } from './chat-chunks.ts';
 import { chatSend } from './chat-send.ts';
-import { asAppError, streamedError } from './events.ts';
-import type { LiveTurns } from './log.ts';
+import { asAppError } from './events.ts';
+import type { LiveTurns, TurnLog } from './log.ts';
+import { storedTurn } from './replay.ts';
 import type { SendFamily, SendOptions } from './send.ts';
 
 type RouteScope = Parameters<FastifyPluginAsyncZod>[0];
@@ -32,7 +35,7 @@ export function registerChatRoute(
   app: RouteScope,
   path: string,
   family: SendFamily,
-  { sessions, pingMs, turns }: SendOptions,
+  { store, sessions, pingMs, turns }: SendOptions,
 ): void {
   app.post(
     path,
@@ -40,7 +43,8 @@ export function registerChatRoute(
       config: { session: family.param },
       schema: {
         tags: family.tags,
-        summary: "Send the newest user message of an AI SDK chat and stream the agent's reply (useChat)",
+        summary:
+          "Send the newest user message of an AI SDK chat (or its approval answers) and stream the agent's reply (useChat)",
         params: z.object({ [family.param]: z.string() }),
         headers: idempotencyHeaders,
         body: chatRequest,
@@ -49,10 +53,34 @@ export function registerChatRoute(
     },
     async (request, reply) => {
       const target = family.target(request, request.params[family.param]);
-      const { id, content, fileAt } = chatSend(request.body.messages);
+      const answered = chatDecisions(request.body.messages);
       const { createUIMessageStreamResponse } = await loadSdk();
-      return streamChat(reply, {
+      const common = {
         respond: createUIMessageStreamResponse,
+        sessionId: target.sessionId,
+        showTools: family.view(request).tools,
+        allApprovals: family.by === 'operator',
+        load: (turnId: string) =>
+          storedTurn(store, { sessionId: target.sessionId, turnId, sessionStatus: 'active', open: true }),
+        log: request.log,
+        pingMs,
+        turns,
+      };
+      if (answered) {
+        return streamChat(reply, {
+          ...common,
+          decided: answered.decisions,
+          run: (observer) =>
+            sessions.decide(target.tenantId, target.sessionId, answered.turnId, answered.decisions, {
+              authorize: target.authorize,
+              by: family.by,
+              observer,
+            }),
+        });
+      }
+      const { id, content, fileAt } = chatSend(request.body.messages);
+      return streamChat(reply, {
+        ...common,
         run: (observer) =>
           sessions.send(
             target.tenantId,
@@ -67,11 +95,6 @@ export function registerChatRoute(
               fileAt,
             },
           ),
-        sessionId: target.sessionId,
-        showTools: family.view(request).tools,
-        log: request.log,
-        pingMs,
-        turns,
       });
     },
   );
@@ -84,6 +107,12 @@ interface ChatStreamOptions {
   sessionId: string;
   /** Whether tool calls are shown (the API-key family; the public one where the agent exposes tools). */
   showTools: boolean;
+  /** Whether every waiting call is shown (the API-key family) or only those the end user may decide. */
+  allApprovals: boolean;
+  /** The decisions this request takes, when it answers approvals: the stream is the turn going on. */
+  decided?: readonly { call_id: string; approved: boolean }[];
+  /** Reads a stored turn of the session, for a turn that goes on (its log then follows it). */
+  load(turnId: string): Promise<TurnLog | null>;
   log: FastifyBaseLogger;
   pingMs: number;
   /** Where the running turn is listed, so that its events can be resumed (resume.ts) as SSE. */
@@ -97,7 +126,9 @@ interface ChatStreamOptions {
  */
 function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<FastifyReply> {
   const chunks = new TurnChunks(options.showTools);
-  const live = options.turns.open(options.sessionId);
+  const live = options.turns.open(options.sessionId, options.load);
+  const { decided } = options;
+  const metadata = (turnId: string) => ({ turn_id: turnId, session_id: options.sessionId });
   let started = false;
 
   return new Promise<FastifyReply>((resolve, reject) => {
@@ -116,7 +147,7 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
     const observer: TurnObserver = {
       started: (turnId, message, replyId) => {
         live.started(turnId, message, replyId);
-        chunks.start(replyId, { turn_id: turnId, session_id: options.sessionId });
+        chunks.start(replyId, metadata(turnId));
         begin(false);
       },
       delta: (text) => {
@@ -131,28 +162,53 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
         live.toolCompleted(call);
         chunks.toolCompleted(call);
       },
+      approvalRequested: (approval) => {
+        live.approvalRequested(approval);
+        if (options.allApprovals || approval.approver === 'user') chunks.approvalRequested(approval);
+      },
+      paused: (step, approvals) => live.paused(step, approvals),
+      // A decision's turn goes on: the client holds what came before, in the message it answered.
+      ...(decided && {
+        continued: async (turnId: string, replyId: string) => {
+          await live.continued(turnId, replyId);
+          chunks.start(replyId, metadata(turnId), false);
+          chunks.decided(decided);
+          begin(false);
+        },
+      }),
     };
 
     options.run(observer).then(
-      (result) => {
+      async (result) => {
         const message = result.agent_message;
         if (!started) {
-          // Nothing ran now (a replay, or a join of the same request still running): tell the whole reply.
-          chunks.start(message?.id ?? null, { turn_id: result.turn_id, session_id: options.sessionId });
-          for (const { id, name, input, status, output } of message?.tool_calls ?? []) {
-            chunks.toolStarted({ call_id: id, name, input });
-            chunks.toolCompleted({ call_id: id, name, status, output });
+          // A decision answered again: the client holds the turn up to its last pause, the rest is new to it.
+          let after: string | null = null;
+          if (decided && message) {
+            try {
+              after = textAfterPause(await options.load(result.turn_id));
+            } catch (err) {
+              return reject(err);
+            }
           }
-          chunks.text(message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
+          tellStored(chunks, result, options, after);
           begin(result.replayed);
         } else options.turns.finish(live, message ? { ok: result } : { paused: true });
-        // A turn that waits for decisions ends this stream without a reply; its state says so (the AI SDK's
-        // own approval parts are not spoken here yet).
+        // A turn that waits for decisions ends this stream without a reply, its calls told as approval requests;
+        // so does a send while people handle the session (stored, no model answers).
         chunks.finish(finishReasons[message?.stop_reason ?? 'none'], {
           stop_reason: message?.stop_reason ?? null,
           conversation_status: result.session_status,
           usage: result.usage,
-          ...(message ? {} : { turn_status: 'awaiting_approval' }),
+          // Said every time: metadata merges, so a message that went on after a pause must not keep saying so.
+          turn_status:
+            result.handled_by === 'humans'
+              ? 'handled_by_humans'
+              : message
+                ? message.stop_reason === 'cancelled'
+                  ? 'cancelled'
+                  : 'completed'
+                : 'awaiting_approval',
         });
       },
       (err: unknown) => {
@@ -166,6 +222,35 @@ function streamChat(reply: FastifyReply, options: ChatStreamOptions): Promise<Fa
   });
 }
 
+/**
+ * Tells a turn of which nothing ran now (a replay, a join of the same request still running, a turn still
+ * waiting): the whole reply, or for a decision what it decided and the reply `after` the pause the client holds.
+ */
+function tellStored(
+  chunks: TurnChunks,
+  result: SendResult,
+  { decided, allApprovals, sessionId }: Pick<ChatStreamOptions, 'decided' | 'allApprovals' | 'sessionId'>,
+  after: string | null,
+): void {
+  const message = result.agent_message;
+  chunks.start(message?.id ?? null, { turn_id: result.turn_id, session_id: sessionId }, !decided);
+  if (decided) chunks.decided(decided);
+  for (const { id, name, input, status, output } of message?.tool_calls ?? []) {
+    if (!decided) chunks.toolStarted({ call_id: id, name, input });
+    if (!decided || decided.some((d) => d.call_id === id && d.approved))
+      chunks.toolCompleted({ call_id: id, name, status, output });
+  }
+  // Still waiting: the answered calls are left in a step of their own, so that the SDK does not send the same
+  // answers again at once (sendAutomaticallyWhen reads the last step).
+  if (decided && !message) chunks.nextStep();
+  // A send answered again while its turn waits: the calls to decide, as its first answer told them.
+  if (!decided) {
+    for (const approval of result.approvals ?? [])
+      if (allApprovals || approval.approver === 'user') chunks.approvalRequested(approval);
+  }
+  chunks.text(after ?? message?.content.map((b) => (b.type === 'text' ? b.text : '')).join('') ?? '');
+}
+
 /** The AI SDK's finish reason for a reply's stop_reason. */
 const finishReasons: Record<StopReason | 'none', FinishReason> = {
   end: 'stop',
@@ -176,146 +261,3 @@ const finishReasons: Record<StopReason | 'none', FinishReason> = {
   cancelled: 'other',
   none: 'other',
 };
-
-/** Chunks queued before the reader must take some; beyond, text is held and merged (as SseStream does). */
-const HIGH_WATER_CHUNKS = 64;
-
-/**
- * One turn as UI message chunks, a ReadableStream the SDK's helpers frame as SSE. A slow reader gets the text
- * merged into fewer, larger deltas: memory stays within the reply's size. Steps follow Parley's step loop as
- * far as the observer shows it: text after a step's tool results opens the next step, in a new text part.
- */
-export class TurnChunks {
-  readonly stream: ReadableStream<UIMessageChunk>;
-  readonly #showTools: boolean;
-  #controller: ReadableStreamDefaultController<UIMessageChunk> | undefined;
-  #closed = false;
-  /** The open text part, if any, and how many were opened. */
-  #textId: string | null = null;
-  #texts = 0;
-  /** Whether tool results were told in this step: what comes next belongs to the next one. */
-  #stepDone = false;
-  /** Text held back while the reader is behind. */
-  #held = '';
-  /** Whether any text went out (a failure then leaves the client text that was not stored). */
-  #textSent = false;
-
-  constructor(showTools: boolean) {
-    this.#showTools = showTools;
-    this.stream = new ReadableStream<UIMessageChunk>(
-      {
-        start: (controller) => {
-          this.#controller = controller;
-        },
-        pull: () => this.#flush(),
-        cancel: () => {
-          this.#closed = true;
-        },
-      },
-      new CountQueuingStrategy({ highWaterMark: HIGH_WATER_CHUNKS }),
-    );
-  }
-
-  start(messageId: string | null, metadata: Record<string, unknown>): void {
-    this.#push({ type: 'start', ...(messageId ? { messageId } : {}), messageMetadata: metadata });
-    this.#push({ type: 'start-step' });
-  }
-
-  text(text: string): void {
-    if (text === '') return;
-    this.#nextStepIfDone();
-    if (this.#textId === null) {
-      this.#texts += 1;
-      this.#textId = `text-${this.#texts}`;
-      this.#push({ type: 'text-start', id: this.#textId });
-    }
-    this.#textSent = true;
-    this.#held += text;
-    if ((this.#controller?.desiredSize ?? 0) > 0) this.#flush();
-  }
-
-  toolStarted(call: Parameters<NonNullable<TurnObserver['toolStarted']>>[0]): void {
-    if (!this.#showTools) return;
-    this.#nextStepIfDone();
-    this.#endText();
-    this.#push({
-      type: 'tool-input-available',
-      toolCallId: call.call_id,
-      toolName: call.name,
-      input: call.input,
-      // The client knows none of Parley's tools: they are the SDK's dynamic tools (MCP's are too).
-      dynamic: true,
-    });
-  }
-
-  toolCompleted(call: Parameters<NonNullable<TurnObserver['toolCompleted']>>[0]): void {
-    if (!this.#showTools) return;
-    this.#stepDone = true;
-    this.#push(
-      call.status === 'ok'
-        ? { type: 'tool-output-available', toolCallId: call.call_id, output: call.output, dynamic: true }
-        : {
-            type: 'tool-output-error',
-            toolCallId: call.call_id,
-            errorText: typeof call.output === 'string' ? call.output : JSON.stringify(call.output),
-            dynamic: true,
-          },
-    );
-  }
-
-  finish(finishReason: FinishReason, metadata: Record<string, unknown>): void {
-    this.#endText();
-    this.#push({ type: 'finish-step' });
-    this.#push({ type: 'finish', finishReason, messageMetadata: metadata });
-    this.#close();
-  }
-
-  /** Ends the stream with `error`: its details as the message's metadata, then the error chunk. */
-  fail(error: AppError): void {
-    this.#flush();
-    this.#push({
-      type: 'message-metadata',
-      messageMetadata: {
-        error: streamedError(error),
-        // Text was sent that is not stored: the client must discard it.
-        partial: this.#textSent,
-      },
-    });
-    this.#push({ type: 'error', errorText: error.message });
-    this.#close();
-  }
-
-  #nextStepIfDone(): void {
-    if (!this.#stepDone) return;
-    this.#stepDone = false;
-    this.#endText();
-    this.#push({ type: 'finish-step' });
-    this.#push({ type: 'start-step' });
-  }
-
-  #endText(): void {
-    this.#flush();
-    if (this.#textId === null) return;
-    this.#push({ type: 'text-end', id: this.#textId });
-    this.#textId = null;
-  }
-
-  #flush(): void {
-    if (this.#held === '' || this.#textId === null) return;
-    const delta = this.#held;
-    this.#held = '';
-    this.#push({ type: 'text-delta', id: this.#textId, delta });
-  }
-
-  #push(chunk: UIMessageChunk): void {
-    if (this.#closed) return;
-    this.#controller?.enqueue(chunk);
-  }
-
-  #close(): void {
-    this.#flush();
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#controller?.close();
-  }
-}

@@ -7,14 +7,14 @@ import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import {
-  agentReply,
   authErrors,
   conversationPausedReply,
-  conversationReply,
+  conversationSendReply,
   idempotencyHeaders,
   type MessageRequest,
   messageRequest,
   pausedReply,
+  sendReply,
   sseResponse,
   turnErrors,
 } from '#schemas';
@@ -22,7 +22,7 @@ import type { TurnObserver } from '../../actors/operation-context.ts';
 import { type MessageView, type PublicMessage, publicMessage } from '../../actors/public-message.ts';
 import type { SendResult, SessionService } from '../../actors/session-service.ts';
 import type { Approval } from '../../actors/step-approvals.ts';
-import { AppError, sessionNotFound } from '../../errors.ts';
+import { AppError, sessionNotFound, ValidationError } from '../../errors.ts';
 import type { Approver } from '../../machines/session.ts';
 import type { PageRequest, Store } from '../../store/store.ts';
 import type { SessionTarget } from '../auth/session-target.ts';
@@ -105,6 +105,12 @@ export function registerSendRoutes(
   const targetOf = (request: FastifyRequest, path: Record<string, string>, body: MessageRequest) => {
     const target = family.target(request, path[family.param]);
     if (family.endUser) assertUserRole(body.role);
+    if (body.author && body.role !== 'assistant')
+      throw ValidationError.at(
+        ['body', 'author'],
+        'Only an assistant message (an operator) has an author.',
+        'value_error',
+      );
     return target;
   };
   const send = (
@@ -124,14 +130,20 @@ export function registerSendRoutes(
 
   app.post(
     path,
-    options("Send a message and get the agent's reply (202 while tool calls wait for decisions)", {
-      201: family.endUser ? conversationReply : agentReply,
-      202: family.endUser ? conversationPausedReply : pausedReply,
-    }),
+    options(
+      "Send a message and get the agent's reply (202 while tool calls wait for decisions; no reply while people handle the session)",
+      {
+        201: family.endUser ? conversationSendReply : sendReply,
+        202: family.endUser ? conversationPausedReply : pausedReply,
+      },
+    ),
     async (request, reply) => {
       const target = targetOf(request, request.params, request.body);
       const result = await send(target, request.body, request.headers['idempotency-key']);
       if (result.replayed) reply.header('idempotent-replayed', 'true');
+      // People handle the session: the message is stored, and no model answers it.
+      if (result.handled_by === 'humans')
+        return reply.code(201).send({ agent_message: null, handled_by: 'humans' });
       const { status, body } = turnAnswer(result, family, request);
       return reply.code(status).send(body);
     },

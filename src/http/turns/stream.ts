@@ -4,10 +4,11 @@
 // only where the caller sees tool calls; a turn whose calls wait for decisions tells their approval requests
 // and ends with turn.awaiting_approval. The turn's log is listed in LiveTurns while it runs, so that a
 // dropped client can resume it (resume.ts) from any event. A decision's stream is the same turn going on: it
-// starts after the pause it decided (`startAfter`).
+// starts after the pause it decided (`startAfter`). A send while people handle the session tells the stored
+// message (message.created) and ends.
 import type { FastifyBaseLogger, FastifyReply } from 'fastify';
 import type { TurnObserver } from '../../actors/operation-context.ts';
-import type { MessageView } from '../../actors/public-message.ts';
+import type { MessageView, PublicMessage } from '../../actors/public-message.ts';
 import type { SendResult } from '../../actors/session-service.ts';
 import { AppError } from '../../errors.ts';
 import type { Store } from '../../store/store.ts';
@@ -68,6 +69,8 @@ export function streamTurn<R extends SendResult>(
       async (result) => {
         const paused = result.approvals !== null;
         if (answered) return turns.finish(live, paused ? { paused } : { ok: result });
+        if (result.user_message && result.handled_by === 'humans')
+          return resolve(answerForHumans(reply, result.turn_id, result.user_message, options));
         // Nothing ran now (a replay, a join of the same request still running, a turn still paused): tell
         // the stored turn.
         let stored: TurnLog | null;
@@ -94,6 +97,28 @@ export function streamTurn<R extends SendResult>(
       },
     );
   });
+}
+
+/**
+ * The stream of a send while people handle the session (docs/guides/humans.md): the stored message as
+ * message.created, and its end; no model answers.
+ */
+function answerForHumans(
+  reply: FastifyReply,
+  turnId: string,
+  message: PublicMessage,
+  options: Pick<TurnStreamOptions, 'view' | 'pingMs' | 'sessionId'>,
+): FastifyReply {
+  const sse = new SseStream(options.pingMs);
+  sse.send('message.created', `${turnId}:0`, {
+    turn_id: turnId,
+    session_id: options.sessionId,
+    message: options.view(message),
+  });
+  sse.close();
+  reply.code(200).headers(SSE_HEADERS);
+  countOpenStream(reply, 'sse');
+  return reply.send(sse);
 }
 
 /** Answers with `log`'s events after `options.after`, following the log while it changes. */

@@ -23,6 +23,14 @@ export interface MessageRecord {
   usage: MessageUsage | null;
   /** The turn's tool calls, on a model's reply; null on messages no model produced and on replies before tools. */
   tool_calls: ToolCallSummary[] | null;
+  /** The operator who wrote an assistant message while people handled the session; null otherwise. */
+  author: MessageAuthor | null;
+}
+
+/** Who wrote an operator's message. */
+export interface MessageAuthor {
+  id: string;
+  name: string;
 }
 
 export interface NewMessage {
@@ -35,6 +43,7 @@ export interface NewMessage {
   stop_reason?: StopReason | null;
   usage?: MessageUsage | null;
   tool_calls?: ToolCallSummary[] | null;
+  author?: MessageAuthor | null;
 }
 
 /** The one feedback of a conversation (NPS-style score 0–10). */
@@ -70,6 +79,8 @@ export interface MessageStore {
   recentMessages(sessionId: string, limit: number, maxChars: number): Promise<MessageRecord[]>;
   /** The messages a turn stored, in order. */
   turnMessages(sessionId: string, turnId: string): Promise<MessageRecord[]>;
+  /** The session's messages of these ids, in order (the session's event log names its messages by id). */
+  messagesById(sessionId: string, ids: readonly string[]): Promise<MessageRecord[]>;
 
   /** Stores the conversation's feedback, replacing an earlier one but keeping its id. */
   upsertFeedback(

@@ -8,6 +8,13 @@ import type { WebhookEvent } from './webhooks.ts';
 
 export type { SessionStatus };
 
+/** Why and since when people handle a session, and who asked for them. */
+export interface Handoff {
+  requested_at: string;
+  reason: string | null;
+  by: 'agent' | 'integrator' | 'user';
+}
+
 export interface SessionRecord {
   id: string;
   tenant_id: string;
@@ -24,6 +31,10 @@ export interface SessionRecord {
   context: JsonObject;
   metadata: JsonObject;
   shard: number;
+  /** Who answers the user: the agent, or people after a handoff. */
+  handled_by: 'agent' | 'humans';
+  /** The handoff in force; null while the agent answers. */
+  handoff: Handoff | null;
 }
 
 export interface NewSession {
@@ -82,6 +93,8 @@ export interface SessionWrite {
      * clears it, left out keeps it.
      */
     wake_at?: string | null;
+    /** A handoff to people (handled_by humans), or null for the agent again; left out keeps them. */
+    handoff?: Handoff | null;
     snapshot: string;
   };
   /** Records a new Idempotency-Key use (replacing an expired record of the same key). */
@@ -102,12 +115,31 @@ export interface SessionWrite {
   decisions?: ToolCallDecision[];
   /** Webhook events the write reports (session.closed, turn.completed, …), queued in its transaction. */
   webhookEvents?: WebhookEvent[];
+  /** The session events the write makes, appended to its event log numbered on from `events_count`. */
+  events?: NewSessionEvent[];
+}
+
+/** An event of a session's log (what its event stream sends), as a commit appends it. */
+export interface NewSessionEvent {
+  type: string;
+  /** The event's data as JSON-able values; messages in it are stored records (each family shows its view). */
+  data: unknown;
+}
+
+/** An event of a session's log as stored: its place (`seq`, from 1, per session) and when it was committed. */
+export interface SessionEventRecord {
+  seq: number;
+  type: string;
+  data: unknown;
+  created_at: string;
 }
 
 export interface SessionWriteResult {
   messages: MessageRecord[];
   messages_count: number;
   updated_at: string;
+  /** The seq of the session's last event after the write (0 when it has none). */
+  events_count: number;
   /** How many webhook deliveries the write queued pending (0 when no endpoint subscribes to its events). */
   webhook_deliveries: number;
   /** How many it stored refused instead, their tenant's outbox being past its cap. */
@@ -150,4 +182,6 @@ export interface SessionStore {
   replaceSessionToken(sessionId: string, expected: string | null, jti: string): Promise<boolean>;
   /** Ids of active sessions whose wake_at has passed, earliest first; only in `shards` when given. */
   sessionsToWake(now: string, limit: number, shards?: readonly number[]): Promise<string[]>;
+  /** The session's events after `after` (a seq; 0 for all), oldest first, at most `limit`. */
+  sessionEvents(sessionId: string, after: number, limit: number): Promise<SessionEventRecord[]>;
 }

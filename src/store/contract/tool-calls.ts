@@ -91,6 +91,8 @@ export interface ToolCallDecision {
   reason: string | null;
   /** The error result a denied call gives the model. */
   output?: unknown;
+  /** The call's tool, for the session's event log (not written: the call has it). */
+  name?: string;
 }
 
 /**
@@ -109,6 +111,8 @@ export class ApprovalConflictError extends Error {
 export interface ToolCallResult {
   id: string;
   turn_id: string;
+  /** The call's tool, for the session's event log (not written: the call has it). */
+  name?: string;
   status: 'ok' | 'error';
   output: unknown;
   duration_ms: number;

@@ -5,7 +5,7 @@
 import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
-import { postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
+import { messagesById, postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
 import { tellRefused } from '../webhook-outbox.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhook-queue.ts';
@@ -37,6 +37,11 @@ export function part(db: Db): StoreParts['messages'] {
 
     async recentMessages(sessionId, limit, maxChars) {
       const { sql, values } = recentMessages(postgresDialect, sessionId, limit, maxChars);
+      return (await db.rows(sql, values)).map(toMessage);
+    },
+
+    async messagesById(sessionId, ids) {
+      const { sql, values } = messagesById(postgresDialect, sessionId, ids);
       return (await db.rows(sql, values)).map(toMessage);
     },
 

@@ -344,4 +344,28 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 14,
+    name: 'humans in the conversation',
+    // Who handles a session (the agent, or people after a handoff) and the handoff in force (JSON: when, why,
+    // by whom), the operator who wrote a message (JSON, null on every other message), and the session's
+    // event log: each commit appends the events it makes (messages, turn events, handoffs, the session's end),
+    // numbered on per session from events_count in the same transaction, so that a conversation's event
+    // stream is read from what is committed and resumes after any id, on any process
+    // (docs/internals/decisions.md#the-conversation-event-stream).
+    sql: `
+      ALTER TABLE sessions ADD COLUMN handled_by TEXT NOT NULL DEFAULT 'agent';
+      ALTER TABLE sessions ADD COLUMN handoff TEXT;
+      ALTER TABLE sessions ADD COLUMN events_count INTEGER NOT NULL DEFAULT 0;
+      ALTER TABLE messages ADD COLUMN author TEXT;
+      CREATE TABLE session_events (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        created_at TEXT COLLATE "C" NOT NULL,
+        PRIMARY KEY (session_id, seq)
+      );
+    `,
+  },
 ];

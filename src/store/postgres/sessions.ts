@@ -6,7 +6,7 @@ import { SHARD_COUNT } from '../../shards.ts';
 import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
-import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
+import { now, sessionColumns, toLoadedSession, toPage, toSession, toSessionEvent } from '../rows.ts';
 import {
   deleteSessionStatements,
   insert,
@@ -16,6 +16,8 @@ import {
   recordIdempotencyKey,
   replaceSessionToken,
   type Statement,
+  sessionEventStatements,
+  sessionEvents,
   sessionsCreatedBefore,
   sessionsDueForExpiry,
   storeIdempotencyResponse,
@@ -140,6 +142,11 @@ export function part(db: Db): StoreParts['sessions'] {
       const { sql, values } = sessionsToWake(postgresDialect, at, limit, shards);
       return (await db.rows(sql, values)).map((r) => String(r.id));
     },
+
+    async sessionEvents(sessionId, after, limit) {
+      const { sql, values } = sessionEvents(postgresDialect, sessionId, after, limit);
+      return (await db.rows(sql, values)).map(toSessionEvent);
+    },
   };
   return sessions;
 }
@@ -166,6 +173,9 @@ export async function applySessionWrite(
   // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
   for (const { row } of appended) await execute(c, insert(postgresDialect, 'messages', row));
+  const eventsCount = Number(rows[0]?.events_count);
+  for (const statement of sessionEventStatements(postgresDialect, write, eventsCount, at))
+    await execute(c, statement);
   const idempotency = recordIdempotencyKey(postgresDialect, write, at);
   if (idempotency) await execute(c, idempotency);
   const response = storeIdempotencyResponse(postgresDialect, write);
@@ -179,6 +189,7 @@ export async function applySessionWrite(
   return {
     messages: appended.map((m) => m.record),
     messages_count: messagesCount,
+    events_count: eventsCount,
     updated_at: at,
     webhook_deliveries: queued,
     webhook_refused: refused,

@@ -5,7 +5,7 @@
 import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
-import { recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
+import { messagesById, recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
 import { tellRefused } from '../webhook-outbox.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
@@ -41,6 +41,10 @@ export function part(db: SqliteDb): StoreParts['messages'] {
         .q('SELECT * FROM messages WHERE session_id = ? AND turn_id = ? ORDER BY seq')
         .all(sessionId, turnId)
         .map(toMessage);
+    },
+
+    async messagesById(sessionId, ids) {
+      return all(db, messagesById(sqliteDialect, sessionId, ids)).map(toMessage);
     },
 
     async turnToolCalls(sessionId, turnId) {

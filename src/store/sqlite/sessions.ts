@@ -5,7 +5,7 @@ import { sessionNotFound } from '../../errors.ts';
 import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
-import { now, sessionColumns, toLoadedSession, toPage, toSession } from '../rows.ts';
+import { now, sessionColumns, toLoadedSession, toPage, toSession, toSessionEvent } from '../rows.ts';
 import {
   deleteSessionStatements,
   insert,
@@ -13,6 +13,8 @@ import {
   patchSession,
   recordIdempotencyKey,
   replaceSessionToken,
+  sessionEventStatements,
+  sessionEvents,
   sessionsCreatedBefore,
   sessionsDueForExpiry,
   sqliteDialect,
@@ -121,6 +123,10 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
     async sessionsToWake(at, limit, shards) {
       return all(db, sessionsToWake(sqliteDialect, at, limit, shards)).map((r) => String(r.id));
     },
+
+    async sessionEvents(sessionId, after, limit) {
+      return all(db, sessionEvents(sqliteDialect, sessionId, after, limit)).map(toSessionEvent);
+    },
   };
   return sessions;
 }
@@ -142,6 +148,8 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
   for (const { row } of appended) run(db, insert(sqliteDialect, 'messages', row));
+  const eventsCount = Number(row?.events_count);
+  for (const statement of sessionEventStatements(sqliteDialect, write, eventsCount, at)) run(db, statement);
   const idempotency = recordIdempotencyKey(sqliteDialect, write, at);
   if (idempotency) run(db, idempotency);
   const response = storeIdempotencyResponse(sqliteDialect, write);
@@ -154,6 +162,7 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   return {
     messages: appended.map((m) => m.record),
     messages_count: messagesCount,
+    events_count: eventsCount,
     updated_at: at,
     webhook_deliveries: queued,
     webhook_refused: refused,

@@ -205,7 +205,15 @@ describe('events delivered to a receiver', () => {
     const types = receiver.requests
       .filter((d) => d.status === 200 && (d.body?.data.session_id ?? d.body?.data.id) === session.id)
       .map((d) => d.body?.type);
-    assert.deepEqual(types, ['turn.completed', 'turn.failed', 'session.closed']);
+    // Every stored message is message.created too, in the order of the commits that stored them.
+    assert.deepEqual(types, [
+      'message.created',
+      'message.created',
+      'turn.completed',
+      'message.created',
+      'turn.failed',
+      'session.closed',
+    ]);
     const completed = await delivered('turn.completed', session.id);
     assert.deepEqual(completed.body.data.message, reply);
     assert.equal(completed.body.data.agent_id, 'stally');

@@ -45,6 +45,8 @@ export async function main(baseUrl: string, key: string, sessionId: string): Pro
   const texts: string[] = [];
   // 202: the turn waits for decisions on its tool calls, and has no reply yet.
   if ('turn' in data) return \`\${requestId} awaiting \${data.turn.id}\`;
+  // 201 without a reply: people handle the session, and the message is stored for them.
+  if ('handled_by' in data) return \`\${requestId} stored for people\`;
   for (const block of data.agent_message.content) if (block.type === 'text') texts.push(block.text);
   return \`\${requestId} \${texts.join('')}\`;
 }

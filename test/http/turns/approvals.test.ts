@@ -29,6 +29,7 @@ perStore('a turn that waits for approvals', pgMissing, (t) => {
       { ...approval, requested_at: typeof approval.requested_at, expires_at: typeof approval.expires_at },
       {
         call_id: approval.call_id,
+        turn_id: turn.id,
         tool: 'refund',
         input: { value: 'r1' },
         approver: 'operator',

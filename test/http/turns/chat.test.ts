@@ -16,7 +16,7 @@ import {
 } from 'ai';
 import fc from 'fast-check';
 import { AppError } from '../../../src/errors.ts';
-import { TurnChunks } from '../../../src/http/turns/chat.ts';
+import { TurnChunks } from '../../../src/http/turns/chat-chunks.ts';
 import { type TestApp, useApp } from '../../helpers/app.ts';
 import { openConversation, publicPath } from '../../helpers/conversations.ts';
 import {
@@ -211,7 +211,31 @@ describe('a chat on the API-key route', () => {
     const { turn_id, usage, ...metadata } = metadataOf(answer.message);
     assert.match(String(turn_id), /^turn_/);
     assert.ok(usage && typeof usage === 'object', 'the turn reports its usage');
-    assert.deepEqual(metadata, { session_id: session.id, stop_reason: 'end', conversation_status: 'active' });
+    assert.deepEqual(metadata, {
+      session_id: session.id,
+      stop_reason: 'end',
+      conversation_status: 'active',
+      turn_status: 'completed',
+    });
+  });
+
+  test('while people handle the session, stores the message and ends without a reply, saying who answers', async () => {
+    const session = await createSession(t);
+    const handed = await fetch(`${base}/v1/agents/sessions/${session.id}/handoff`, {
+      method: 'POST',
+      headers: keyed({ 'content-type': 'application/json' }),
+      body: '{}',
+    });
+    assert.equal(handed.status, 200, await handed.text());
+    const answer = await chat(chatPath(session.id), [userMessage('u-humans', 'A person?')], keyed());
+    assert.equal(answer.status, 200);
+    assert.deepEqual(answer.errors, []);
+    assert.equal(textParts(answer.message), '');
+    assert.equal(metadataOf(answer.message).turn_status, 'handled_by_humans');
+    assert.deepEqual(
+      (await allMessages(t, session.id)).map((m) => [m.role, textOf(m)]),
+      [['user', 'A person?']],
+    );
   });
 
   test('replays a second identical request (the same user message id) without a second turn', async () => {

@@ -47,6 +47,7 @@ export function commitSession(f: SessionFixture): void {
         updated_at: at1,
         webhook_deliveries: 0,
         webhook_refused: 0,
+        events_count: 0,
       });
 
       // Without `at`, the store stamps the write with its own clock.
@@ -206,6 +207,7 @@ export function commitSession(f: SessionFixture): void {
         updated_at: at,
         webhook_deliveries: 0,
         webhook_refused: 0,
+        events_count: 0,
       });
       const extended = {
         ...record,

@@ -10,6 +10,7 @@ import { files } from './files.ts';
 import { idempotencyRecords } from './idempotency.ts';
 import { lifecycle } from './lifecycle.ts';
 import { deleteSession, sessionsByAge } from './session-deletion.ts';
+import { humansAndEvents } from './session-events.ts';
 import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } from './sessions.ts';
 import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
@@ -42,6 +43,7 @@ export function storeContract(name: string, open: OpenStore): void {
       readMessages(f);
       sessionsByAge(f);
       deleteSession(f);
+      humansAndEvents(f);
     });
     feedback(open);
     webhooks(open);

@@ -68,6 +68,8 @@ export function createAndRead(f: SessionFixture): void {
         agent_id: 'sales',
         user: { id: user.id, reference: 'crm:7' },
         status: 'active',
+        handled_by: 'agent',
+        handoff: null,
         created_at: record.created_at,
         updated_at: record.created_at,
         messages_count: 0,

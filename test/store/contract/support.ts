@@ -148,6 +148,7 @@ export function sessionFixture(ctx: StoreContext) {
       session_id: sessionId,
       created_at: at,
       stop_reason: m.stop_reason ?? null,
+      author: m.author ?? null,
       tool_calls: m.tool_calls ?? null,
       usage: m.usage ?? null,
     }));

@@ -83,6 +83,7 @@ export function toolCalls(f: SessionFixture): void {
         updated_at: at1,
         webhook_deliveries: 0,
         webhook_refused: 0,
+        events_count: 0,
       });
       assert.deepEqual(await ctx.store.turnToolCalls(record.id, turn), pending(step1, at1));
 
