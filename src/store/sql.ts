@@ -206,6 +206,7 @@ export function sessionsCreatedBefore(
  * contents go with the file). A table added later that names sessions belongs here (a test checks).
  */
 export const SESSION_CHILD_TABLES = [
+  'usage_daily',
   'session_tokens',
   'feedback',
   'idempotency_records',

@@ -17,11 +17,13 @@ import {
   webhooks,
 } from './operation-parts.ts';
 import { turnOperationDocs } from './turn-operations.ts';
+import { usageOperationDocs } from './usage-operations.ts';
 
 export { genericErrors, type OperationDoc } from './operation-parts.ts';
 
 export const operationDocs: Record<string, OperationDoc> = {
   ...turnOperationDocs,
+  ...usageOperationDocs,
   'GET /healthz': {
     id: 'getHealth',
     description:

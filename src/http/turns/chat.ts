@@ -174,6 +174,7 @@ const finishReasons: Record<StopReason | 'none', FinishReason> = {
   max_steps: 'other',
   error: 'error',
   cancelled: 'other',
+  budget: 'other',
   none: 'other',
 };
 

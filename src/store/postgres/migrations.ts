@@ -344,4 +344,40 @@ export const postgresMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    name: 'usage and budgets',
+    // Usage counted per session and UTC day by the commit that stores the replies it counts (agent and
+    // user copied from the session, for reports grouped by them), and the budgets of end-users: user_id ''
+    // is the tenant's default. Replies stored before this version are not counted.
+    sql: `
+      CREATE TABLE usage_daily (
+        session_id TEXT NOT NULL,
+        day TEXT COLLATE "C" NOT NULL,
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        user_id TEXT,
+        turns BIGINT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cached_input_tokens BIGINT NOT NULL,
+        reasoning_tokens BIGINT NOT NULL,
+        cost_micro_usd BIGINT NOT NULL,
+        PRIMARY KEY (session_id, day)
+      );
+      CREATE INDEX usage_daily_tenant_day ON usage_daily(tenant_id, day);
+      CREATE INDEX usage_daily_user_day ON usage_daily(tenant_id, user_id, day);
+
+      CREATE TABLE budgets (
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        period TEXT NOT NULL,
+        max_cost_micro_usd BIGINT,
+        max_tokens BIGINT,
+        created_at TEXT COLLATE "C" NOT NULL,
+        updated_at TEXT COLLATE "C" NOT NULL,
+        PRIMARY KEY (tenant_id, user_id)
+      );
+    `,
+  },
 ];

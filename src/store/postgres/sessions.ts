@@ -28,6 +28,7 @@ import {
   type SessionWriteResult,
   StaleEpochError,
 } from '../store.ts';
+import { countUsage } from '../usage-sql.ts';
 import type { Db, Queryable } from './db.ts';
 import { queueWebhookEvents } from './webhook-queue.ts';
 
@@ -166,6 +167,8 @@ export async function applySessionWrite(
   // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
   for (const { row } of appended) await execute(c, insert(postgresDialect, 'messages', row));
+  const usage = countUsage(postgresDialect, write, at);
+  if (usage) await execute(c, usage);
   const idempotency = recordIdempotencyKey(postgresDialect, write, at);
   if (idempotency) await execute(c, idempotency);
   const response = storeIdempotencyResponse(postgresDialect, write);

@@ -342,4 +342,40 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 13,
+    name: 'usage and budgets',
+    // Usage counted per session and UTC day by the commit that stores the replies it counts (agent and
+    // user copied from the session, for reports grouped by them), and the budgets of end-users: user_id ''
+    // is the tenant's default. Replies stored before this version are not counted.
+    sql: `
+      CREATE TABLE usage_daily (
+        session_id TEXT NOT NULL,
+        day TEXT NOT NULL,
+        tenant_id TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        user_id TEXT,
+        turns INTEGER NOT NULL,
+        input_tokens INTEGER NOT NULL,
+        output_tokens INTEGER NOT NULL,
+        cached_input_tokens INTEGER NOT NULL,
+        reasoning_tokens INTEGER NOT NULL,
+        cost_micro_usd INTEGER NOT NULL,
+        PRIMARY KEY (session_id, day)
+      ) WITHOUT ROWID;
+      CREATE INDEX usage_daily_tenant_day ON usage_daily(tenant_id, day);
+      CREATE INDEX usage_daily_user_day ON usage_daily(tenant_id, user_id, day);
+
+      CREATE TABLE budgets (
+        tenant_id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        period TEXT NOT NULL,
+        max_cost_micro_usd INTEGER,
+        max_tokens INTEGER,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (tenant_id, user_id)
+      ) WITHOUT ROWID;
+    `,
+  },
 ];

@@ -26,6 +26,7 @@ import {
   type SessionWriteResult,
   StaleEpochError,
 } from '../store.ts';
+import { countUsage } from '../usage-sql.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -142,6 +143,8 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
   for (const { row } of appended) run(db, insert(sqliteDialect, 'messages', row));
+  const usage = countUsage(sqliteDialect, write, at);
+  if (usage) run(db, usage);
   const idempotency = recordIdempotencyKey(sqliteDialect, write, at);
   if (idempotency) run(db, idempotency);
   const response = storeIdempotencyResponse(sqliteDialect, write);

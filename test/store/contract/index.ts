@@ -14,6 +14,7 @@ import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } 
 import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
 import { toolCalls } from './tool-calls.ts';
+import { usageAndBudgets } from './usage.ts';
 import { users } from './users.ts';
 import { webhookBackoff } from './webhook-backoff.ts';
 import { webhookOutbox } from './webhook-outbox.ts';
@@ -42,6 +43,7 @@ export function storeContract(name: string, open: OpenStore): void {
       readMessages(f);
       sessionsByAge(f);
       deleteSession(f);
+      usageAndBudgets(f);
     });
     feedback(open);
     webhooks(open);
