@@ -19,12 +19,20 @@ import {
   send,
   testAgents,
 } from '../../helpers/sessions.ts';
-import { recordDirective, startToolReceiver, toolAgent } from '../../helpers/tool-receiver.ts';
+import {
+  recordDirective,
+  startToolReceiver,
+  type ToolReceiver,
+  toolAgent,
+} from '../../helpers/tool-receiver.ts';
 
 const pricing = { input_per_mtok: 2, output_per_mtok: 8, cached_input_per_mtok: 0.5 };
 
+let tools: ToolReceiver;
+// Closed by the file's own after hook: the app is built in a before hook, too late to register one there.
+after(() => tools.close());
 const t = useApp(async () => {
-  const tools = await startToolReceiver({ after });
+  tools = await startToolReceiver({ after: () => {} });
   return buildSessionApp({}, [...testAgents, { ...toolAgent(tools.url, 'priced'), pricing }]);
 });
 
