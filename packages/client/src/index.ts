@@ -10,3 +10,12 @@ export type { ResumeOptions, SendOptions } from './send.ts';
 export type { Fetch } from './transport.ts';
 export { type AnyTurnEvent, type TurnSource, TurnStream, type TurnStreamOptions } from './turn-stream.ts';
 export type * from './types.ts';
+export type {
+  Budget,
+  BudgetFields,
+  UsageApi,
+  UsagePage,
+  UsageQuery,
+  UsageRow,
+  UsageTotals,
+} from './usage.ts';

@@ -33,6 +33,7 @@ import type {
   WebhookCreate,
   WebhookDeliveryPage,
 } from './types.ts';
+import { UsageApi } from './usage.ts';
 
 export interface ParleyClientOptions {
   baseUrl: string;
@@ -50,6 +51,8 @@ type Signal = { signal?: AbortSignal | undefined };
 export class ParleyClient {
   readonly #t: Transport;
   readonly #maxReconnects: number | undefined;
+  /** Usage and budgets (usage.ts). */
+  readonly usage: UsageApi;
 
   constructor(options: ParleyClientOptions) {
     const headers = { 'x-api-key': options.apiKey };
@@ -60,6 +63,7 @@ export class ParleyClient {
       credentials: { headers: () => headers },
     });
     this.#maxReconnects = options.maxReconnects;
+    this.usage = new UsageApi(this.#t);
   }
 
   // Users
