@@ -347,7 +347,8 @@ export const sqliteMigrations: readonly Migration[] = [
     name: 'usage and budgets',
     // Usage counted per session and UTC day by the commit that stores the replies it counts (agent and
     // user copied from the session, for reports grouped by them), and the budgets of end-users: user_id ''
-    // is the tenant's default. Replies stored before this version are not counted.
+    // is the tenant's default. Replies stored before this version are counted from their usage (tokens only:
+    // no cost was kept then), so that the totals agree with the stored messages from the start.
     sql: `
       CREATE TABLE usage_daily (
         session_id TEXT NOT NULL,
@@ -365,6 +366,12 @@ export const sqliteMigrations: readonly Migration[] = [
       ) WITHOUT ROWID;
       CREATE INDEX usage_daily_tenant_day ON usage_daily(tenant_id, day);
       CREATE INDEX usage_daily_user_day ON usage_daily(tenant_id, user_id, day);
+      INSERT INTO usage_daily (session_id, day, tenant_id, agent_id, user_id, turns, input_tokens,
+          output_tokens, cached_input_tokens, reasoning_tokens, cost_micro_usd)
+        SELECT m.session_id, substr(m.created_at, 1, 10), s.tenant_id, s.agent_id, s.user_id, count(*),
+          sum(json_extract(m.usage, '$.input_tokens')), sum(json_extract(m.usage, '$.output_tokens')), 0, 0, 0
+        FROM messages m JOIN sessions s ON s.id = m.session_id
+        WHERE m.usage IS NOT NULL GROUP BY m.session_id, substr(m.created_at, 1, 10), s.tenant_id, s.agent_id, s.user_id;
 
       CREATE TABLE budgets (
         tenant_id TEXT NOT NULL,
