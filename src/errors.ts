@@ -36,6 +36,7 @@ export const errorCatalogue = {
   not_found: { status: 404, name: 'NotFoundError', message: 'No such route.' },
   agent_not_found: { status: 404, name: 'AgentNotFoundError', message: 'No such agent.' },
   user_not_found: { status: 404, name: 'UserNotFoundError', message: 'No such user.' },
+  budget_not_found: { status: 404, name: 'BudgetNotFoundError', message: 'No budget is set here.' },
   session_not_found: { status: 404, name: 'SessionNotFoundError', message: 'No such session.' },
   conversation_not_found: {
     status: 404,
@@ -135,6 +136,11 @@ export const errorCatalogue = {
     status: 429,
     name: 'RateLimitExceededError',
     message: 'Rate limit exceeded; retry after the time in Retry-After.',
+  },
+  budget_exceeded: {
+    status: 429,
+    name: 'BudgetExceededError',
+    message: "The end-user's usage budget for this period is spent; retry after the time in Retry-After.",
   },
   internal_error: { status: 500, name: 'InternalServerError', message: 'Something went wrong on our side.' },
   agent_unavailable: {

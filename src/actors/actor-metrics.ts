@@ -78,6 +78,24 @@ export function createActorMetrics(registry: Registry) {
       labelNames: ['agent', 'direction'] as const,
       registers: [registry],
     }),
+    modelTokens: new Counter({
+      name: 'parley_model_tokens_total',
+      help: 'Model tokens of committed replies, by agent, model and kind (input, output, cached_input, reasoning)',
+      labelNames: ['agent', 'model', 'kind'] as const,
+      registers: [registry],
+    }),
+    modelCost: new Counter({
+      name: 'parley_model_cost_usd_total',
+      help: "What committed replies' model calls cost, in US dollars from the agent's pricing, by agent and model",
+      labelNames: ['agent', 'model'] as const,
+      registers: [registry],
+    }),
+    budgetRefusals: new Counter({
+      name: 'parley_budget_refusals_total',
+      help: 'Model calls refused because the budget holding the session was spent, by agent',
+      labelNames: ['agent'] as const,
+      registers: [registry],
+    }),
     timeToFirstToken: new Histogram({
       name: 'parley_time_to_first_token_seconds',
       help: "Time from the start of a turn to the first text of the model's reply, by agent",

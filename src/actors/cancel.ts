@@ -4,6 +4,7 @@
 // given a cancelled result, and the text of its steps is its reply, all in one commit (terminate and expiry
 // end a paused turn the same way). Any other turn is answered as it is; cancelling a finished turn changes
 // nothing.
+import { addUsage, noUsage } from '../agents/pricing.ts';
 import { AppError } from '../errors.ts';
 import type { PausedTurn } from '../machines/session.ts';
 import type { Store, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
@@ -76,11 +77,8 @@ export async function endPaused(
     ...denials.map((d) => [d.id, d.output] as const),
     ...unsent.map((c) => [c.id, cancelledOutput] as const),
   ]);
-  const usage = { input_tokens: 0, output_tokens: 0 };
-  for (const c of calls) {
-    usage.input_tokens += c.step_usage?.input_tokens ?? 0;
-    usage.output_tokens += c.step_usage?.output_tokens ?? 0;
-  }
+  const usage = noUsage();
+  for (const c of calls) addUsage(usage, c.step_usage);
   const message = await commitReply(deps, context, {
     agent,
     turnId: paused.turnId,

@@ -1,15 +1,16 @@
 // A stored message as the API shows it: what a turn answers, what a replay repeats and what the message
 // routes list; the public family shows it without its metadata. What the model did (`stop_reason`, `usage`)
 // is shown to both families: it is about the reply, not the integrator's own data.
-import type {
-  ContentBlock,
-  JsonObject,
-  MessageAuthor,
-  MessageRecord,
-  MessageUsage,
-  NewMessage,
-  StopReason,
-  ToolCallSummary,
+import {
+  type ContentBlock,
+  fullUsage,
+  type JsonObject,
+  type MessageAuthor,
+  type MessageRecord,
+  type MessageUsage,
+  type NewMessage,
+  type StopReason,
+  type ToolCallSummary,
 } from '../store/store.ts';
 
 export interface PublicMessage {
@@ -50,7 +51,7 @@ export const newMessageView = (m: NewMessage, at: string): PublicMessage => ({
   created_at: at,
   metadata: m.metadata,
   stop_reason: m.stop_reason ?? null,
-  usage: m.usage ?? null,
+  usage: m.usage ? fullUsage(m.usage) : null,
   tool_calls: m.tool_calls ?? null,
   author: m.author ?? null,
 });

@@ -3,9 +3,15 @@
 // for again (and told again when the loop says so); the calls of a cancelled turn are never sent. Every call
 // gets its metrics and a log line.
 import type { AgentConfig } from '../agents/catalogue.ts';
-import type { ModelToolCall, ModelToolResult, Usage } from '../agents/provider.ts';
+import type { ModelToolCall, ModelToolResult } from '../agents/provider.ts';
 import { serviceUnavailable } from '../errors.ts';
-import type { NewToolCall, ToolCallDecision, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type {
+  MessageUsage,
+  NewToolCall,
+  ToolCallDecision,
+  ToolCallRecord,
+  ToolCallSummary,
+} from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import type { Tool, ToolOutcome } from '../tools/tool.ts';
 import { traceToolCall } from '../tracing/tracer.ts';
@@ -181,7 +187,7 @@ const missing = (name: string, tools: AgentTools | undefined) =>
 /** A step's calls as they are committed; the first also keeps the step's text and usage, for a resumed turn. */
 export function newCalls(
   asked: readonly ModelToolCall[],
-  step: { turnId: string; step: number; said: string; usage: Usage | null },
+  step: { turnId: string; step: number; said: string; usage: MessageUsage | null },
 ): NewToolCall[] {
   return asked.map((c, position) => ({
     id: c.id,

@@ -7,12 +7,14 @@
 // Idempotency-Key. After `max_steps` tool steps the model is called once more without tools. A cancelled turn
 // ends with what the model wrote so far. What the model writes in every step is the reply's text.
 import type { AgentConfig } from '../agents/catalogue.ts';
-import type { ModelMessage, ModelReply, ModelToolSpec, Usage } from '../agents/provider.ts';
+import { addUsage, callUsage, noUsage } from '../agents/pricing.ts';
+import type { ModelMessage, ModelReply, ModelToolSpec } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
 import { mayCallTools } from '../machines/session.ts';
-import type { StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
+import type { MessageUsage, StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import { turnAwaitingEvent } from '../webhooks/webhook-events.ts';
+import { checkBudget } from './budgets.ts';
 import type { OperationContext, OperationDeps } from './operation-context.ts';
 import { turnAwaiting } from './session-events.ts';
 import {
@@ -42,8 +44,8 @@ export type StepModel = (
 export interface StepsReply {
   text: string;
   stop_reason: StopReason;
-  /** Summed over the turn's model calls. */
-  usage: Usage;
+  /** Summed over the turn's model calls, priced. */
+  usage: MessageUsage;
   tool_calls: ToolCallSummary[];
 }
 
@@ -109,12 +111,13 @@ class StepLoop {
   readonly #context: OperationContext;
   readonly #turn: StepsTurn;
   readonly #tools: AgentTools | undefined;
+  readonly #deps: OperationDeps;
   /** The step's calls as they are made, and every call's result so far. */
   readonly #calls: StepCalls;
   /** The turn's steps after its history, as the model is shown them: each step's calls, then their results. */
   readonly #steps: ModelMessage[] = [];
   /** Summed over the turn's model calls. */
-  readonly #usage: Usage = { input_tokens: 0, output_tokens: 0 };
+  readonly #usage: MessageUsage = noUsage();
   /** The reply's text so far: every step's, set apart by STEP_SEPARATOR. */
   #text = '';
 
@@ -122,6 +125,7 @@ class StepLoop {
     this.#context = context;
     this.#turn = turn;
     this.#tools = deps.tools.get(turn.agent.id);
+    this.#deps = deps;
     this.#calls = new StepCalls(deps, context, turn);
   }
 
@@ -139,7 +143,7 @@ class StepLoop {
     for (const calls of byStep.values()) {
       const said = calls[0]?.step_text ?? '';
       this.#stepText(retell)(said);
-      this.#addUsage(calls[0]?.step_usage ?? null);
+      addUsage(this.#usage, calls[0]?.step_usage ?? null);
       const paused = await this.act(calls, said, retell);
       if (paused) return paused;
     }
@@ -148,12 +152,14 @@ class StepLoop {
 
   /** One model call, its text streamed as it comes: the calls it asks for, or the end of the turn. */
   async askModel(): Promise<ModelStep> {
+    if (!(await this.#withinBudget())) return { end: true, stop_reason: 'budget' };
     const specs = this.#tools?.specs() ?? [];
     const snapshot = this.#context.entry.actor.getSnapshot();
     const choice = mayCallTools(snapshot, this.#turn.agent.max_steps) ? 'auto' : 'none';
     const before = this.#text;
     const reply = await this.#turn.ask(this.#steps, { specs, choice }, this.#stepText(true));
-    this.#addUsage(reply.usage);
+    const usage = callUsage(this.#turn.agent, reply.usage);
+    addUsage(this.#usage, usage);
     if (reply.tool_calls.length === 0 || choice === 'none' || specs.length === 0) {
       // Out of steps, the model had to answer in text: the turn says why it ended there.
       const outOfSteps = choice === 'none' && specs.length > 0;
@@ -179,7 +185,7 @@ class StepLoop {
     const answered = new Map(refused.map((r) => [r.id, r]));
     const calls = awaitingWhereNeeded(
       agent,
-      newCalls(asked, { turnId, step, said, usage: reply.usage }),
+      newCalls(asked, { turnId, step, said, usage: callUsage(agent, reply.usage) }),
       new Set(answered.keys()),
       at,
     );
@@ -258,6 +264,21 @@ class StepLoop {
     return { text: this.#text, stop_reason, usage: this.#usage, tool_calls };
   }
 
+  /**
+   * Whether the session's budget allows another model call, counting what this turn has spent and not yet
+   * committed. Spent before the turn's first step, the turn fails with budget_exceeded (its send answers
+   * 429); spent after a step, the turn ends there with what it has (stop_reason `budget`).
+   */
+  async #withinBudget(): Promise<boolean> {
+    try {
+      await checkBudget(this.#deps, this.#context.entry.session, this.#turn.agent, this.#usage);
+      return true;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'budget_exceeded' && this.#steps.length > 0) return false;
+      throw err;
+    }
+  }
+
   /** Adds a step's text to the reply, set apart from an earlier step's; streamed when `tell`. */
   #stepText(tell: boolean): (piece: string) => void {
     const observer = tell ? this.#context.observer : undefined;
@@ -272,11 +293,6 @@ class StepLoop {
       this.#text += piece;
       observer?.delta(piece);
     };
-  }
-
-  #addUsage(more: Usage | null): void {
-    this.#usage.input_tokens += more?.input_tokens ?? 0;
-    this.#usage.output_tokens += more?.output_tokens ?? 0;
   }
 }
 

@@ -5,6 +5,7 @@
 import type { AgentConfig } from '../agents/catalogue.ts';
 import { systemPrompt } from '../agents/prompt.ts';
 import { AppError } from '../errors.ts';
+import type { MessageUsage } from '../store/store.ts';
 import { handoffAsked } from '../tools/handoff-tool.ts';
 import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.ts';
 import type { OperationContext, OperationDeps, SessionChange } from './operation-context.ts';
@@ -76,6 +77,7 @@ export async function commitReply(
   countTurn(deps, agent, reply.stop_reason === 'cancelled' ? 'cancelled' : 'replied');
   metrics.tokens.inc({ agent: agent.id, direction: 'input' }, reply.usage.input_tokens);
   metrics.tokens.inc({ agent: agent.id, direction: 'output' }, reply.usage.output_tokens);
+  countUsage(deps, agent, reply.usage);
   metrics.turnDuration.observe((performance.now() - end.started) / 1000);
   return agentMessage;
 }
@@ -89,6 +91,17 @@ function handingOff(change: ReturnType<typeof activity>, reply: StepsReply, at: 
   if (!asked || change.event.type !== 'ACTIVITY') return change;
   const handoff = { requested_at: at, reason: asked.reason, by: 'agent' as const };
   return { patch: { ...change.patch, handoff }, event: { ...change.event, handoff } };
+}
+
+/** Counts a reply's usage as its commit counted it (the metrics follow the stored totals). */
+function countUsage(deps: OperationDeps, agent: AgentConfig, usage: MessageUsage): void {
+  const labels = { agent: agent.id, model: usage.model ?? 'unknown' };
+  const { modelTokens, modelCost } = deps.metrics;
+  modelTokens.inc({ ...labels, kind: 'input' }, usage.input_tokens);
+  modelTokens.inc({ ...labels, kind: 'output' }, usage.output_tokens);
+  modelTokens.inc({ ...labels, kind: 'cached_input' }, usage.cached_input_tokens);
+  modelTokens.inc({ ...labels, kind: 'reasoning' }, usage.reasoning_tokens);
+  modelCost.inc(labels, usage.cost_micro_usd / 1e6);
 }
 
 /** Counts a turn's outcome (replied, paused, cancelled, stored, or its error's code). */

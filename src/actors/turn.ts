@@ -9,6 +9,7 @@ import { estimateCorrection, fitsAlone } from '../agents/context-window.ts';
 import type { Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import type { ContentBlock, JsonObject, MessageAuthor, MessageRecord } from '../store/store.ts';
+import { checkBudget } from './budgets.ts';
 import {
   currentLookup,
   type EarlierAttempt,
@@ -121,7 +122,11 @@ export async function runTurn(
         context: { limit, messages_count: session.messages_count },
       });
     }
-    if (payload.reply) await refuseUnfitting(agent, system, payload);
+    if (payload.reply) {
+      await refuseUnfitting(agent, system, payload);
+      // Refused before anything is stored: a spent budget changes nothing (the loop checks again per call).
+      await checkBudget(deps, session, agent);
+    }
     const at = new Date().toISOString();
     const authored = payload.reply ? undefined : payload.messages.at(-1);
     const userMessageId = payload.messages.find((m) => m.role === 'user')?.id ?? null;

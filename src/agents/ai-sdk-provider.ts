@@ -148,6 +148,8 @@ export class AiSdkProvider implements Provider {
             usage: {
               input_tokens: part.totalUsage.inputTokens ?? 0,
               output_tokens: part.totalUsage.outputTokens ?? 0,
+              cached_input_tokens: part.totalUsage.inputTokenDetails?.cacheReadTokens ?? 0,
+              reasoning_tokens: part.totalUsage.outputTokenDetails?.reasoningTokens ?? 0,
             },
             stop_reason: stopReasonOf(part.finishReason),
             tool_calls: toolCalls,

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ConfigError } from '../config.ts';
 import { agentIdSchema } from './agent-id.ts';
 import { agentToolFields } from './catalogue-tools.ts';
+import { pricingSchema } from './pricing.ts';
 
 /** The built-in tool an agent with `handoff.enabled` offers its model (tools/handoff-tool.ts). */
 export const HANDOFF_TOOL = 'handoff_to_human';
@@ -57,6 +58,8 @@ const agentFields = z.strictObject({
    * (docs/internals/decisions.md#providers-and-model-settings).
    */
   max_tokens: z.number().int().min(1).max(1_000_000).default(1024),
+  /** What the model costs, for usage and budgets (src/agents/pricing.ts); absent, calls cost 0. */
+  pricing: pricingSchema.optional(),
   /** Tokens the model takes, prompt and reply: the history is trimmed to fit (context-window.ts). */
   context_window: z.number().int().min(256).max(10_000_000).default(8192),
   scripted: z.strictObject({ token_delay_ms: z.number().int().min(0).max(10_000).default(0) }).default({

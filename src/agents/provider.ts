@@ -47,9 +47,12 @@ export interface ToolResultsMessage {
 
 export type ModelMessage = ContentMessage | ToolResultsMessage;
 
+/** A call's tokens as its provider reported them; cached input tokens are counted in `input_tokens` too. */
 export interface Usage {
   input_tokens: number;
   output_tokens: number;
+  cached_input_tokens?: number;
+  reasoning_tokens?: number;
 }
 
 export interface ModelRequest {

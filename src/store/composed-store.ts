@@ -7,6 +7,7 @@ import type { MessageStore } from './contract/messages.ts';
 import type { SessionStore } from './contract/sessions.ts';
 import type { TenantStore } from './contract/tenants.ts';
 import type { ToolCallStore } from './contract/tool-calls.ts';
+import type { UsageStore } from './contract/usage.ts';
 import type { UserStore } from './contract/users.ts';
 import type { WebhookStore } from './contract/webhooks.ts';
 
@@ -19,6 +20,7 @@ export interface StoreParts {
   /** A turn's tool calls are read beside its messages (both stores keep them by session and turn). */
   messages: MessageStore & ToolCallStore;
   webhooks: WebhookStore;
+  usage: UsageStore;
 }
 
 /** The modules of a driver's parts, each exporting `part`, built on the driver's handle. */

@@ -1,16 +1,18 @@
 // The rows records are written as, for both stores: each table's columns, named once, with the values a
 // new record (or a user's update) stores in them. Objects are kept as JSON text in both schemas.
 import { json, type SqlValue } from './rows.ts';
-import type {
-  Feedback,
-  MessageRecord,
-  NewApiKey,
-  NewFile,
-  NewSession,
-  NewToolCall,
-  SessionWrite,
-  StoredFile,
-  UserFields,
+import {
+  type BudgetFields,
+  type Feedback,
+  fullUsage,
+  type MessageRecord,
+  type NewApiKey,
+  type NewFile,
+  type NewSession,
+  type NewToolCall,
+  type SessionWrite,
+  type StoredFile,
+  type UserFields,
 } from './store.ts';
 
 export const apiKeyRow = (key: NewApiKey, at: string) => ({
@@ -92,10 +94,8 @@ export const sessionRow = (tenantId: string, session: NewSession, at: string) =>
  */
 export function appendedMessages(write: SessionWrite, lastSeq: number, at: string) {
   return (write.messages ?? []).map((m, i) => {
-    // Only the counts are kept, so that the record is what a read gives back.
-    const usage = m.usage
-      ? { input_tokens: m.usage.input_tokens, output_tokens: m.usage.output_tokens }
-      : null;
+    // Only the usage's fields are kept, so that the record is what a read gives back.
+    const usage = m.usage ? fullUsage(m.usage) : null;
     const stop_reason = m.stop_reason ?? null;
     const tool_calls = m.tool_calls ?? null;
     const author = m.author ?? null;
@@ -165,11 +165,22 @@ export const toolCallRow = (sessionId: string, call: NewToolCall, epoch: number,
   name: call.name,
   input: JSON.stringify(call.input ?? null),
   step_text: call.step_text,
-  step_usage: call.step_usage === null ? null : JSON.stringify(call.step_usage),
+  step_usage: call.step_usage === null ? null : JSON.stringify(fullUsage(call.step_usage)),
   created_at: at,
   epoch,
   // A call that must be approved waits, and is never run before its decision.
   status: call.approval ? 'awaiting_approval' : null,
   approver: call.approval?.approver ?? null,
   expires_at: call.approval ? new Date(call.approval.expires_at).toISOString() : null,
+});
+
+/** A budget's row; `userId` '' is the tenant's default. */
+export const budgetRow = (tenantId: string, userId: string, fields: BudgetFields, at: string) => ({
+  tenant_id: tenantId,
+  user_id: userId,
+  period: fields.period,
+  max_cost_micro_usd: fields.max_cost_micro_usd,
+  max_tokens: fields.max_tokens,
+  created_at: at,
+  updated_at: at,
 });

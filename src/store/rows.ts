@@ -22,7 +22,7 @@ import type {
   ToolCallSummary,
   User,
 } from './store.ts';
-import { STOP_REASONS } from './store.ts';
+import { fullUsage, STOP_REASONS } from './store.ts';
 
 /** A row as either driver returns it. */
 export type Row = Record<string, unknown>;
@@ -80,10 +80,11 @@ function stopReason(r: Row): StopReason | null {
 function usage(r: Row, column = 'usage'): MessageUsage | null {
   const raw = textOrNull(r, column);
   if (raw === null) return null;
-  const { input_tokens, output_tokens } = JSON.parse(raw);
-  if (typeof input_tokens !== 'number' || typeof output_tokens !== 'number')
+  const stored = JSON.parse(raw);
+  if (typeof stored.input_tokens !== 'number' || typeof stored.output_tokens !== 'number')
     throw new TypeError('Column usage holds no token counts');
-  return { input_tokens, output_tokens };
+  // Usage stored before the model, cache and cost were kept reads with them 0 (null).
+  return fullUsage(stored);
 }
 
 export const toTenant = (r: Row): Tenant => ({

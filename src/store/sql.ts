@@ -207,6 +207,7 @@ export function sessionsCreatedBefore(
  */
 export const SESSION_CHILD_TABLES = [
   'session_events',
+  'usage_daily',
   'session_tokens',
   'feedback',
   'idempotency_records',

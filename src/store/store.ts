@@ -8,6 +8,7 @@ import type { MessageStore } from './contract/messages.ts';
 import type { SessionStore } from './contract/sessions.ts';
 import type { TenantStore } from './contract/tenants.ts';
 import type { ToolCallStore } from './contract/tool-calls.ts';
+import type { UsageStore } from './contract/usage.ts';
 import type { UserStore } from './contract/users.ts';
 import type { WebhookStore } from './contract/webhooks.ts';
 
@@ -21,6 +22,7 @@ export {
   type WebhookEventType,
 } from '#schemas';
 export type * from './contract/common.ts';
+export { fullUsage } from './contract/common.ts';
 export type * from './contract/files.ts';
 export type * from './contract/messages.ts';
 export type * from './contract/sessions.ts';
@@ -28,6 +30,8 @@ export { StaleEpochError } from './contract/sessions.ts';
 export type * from './contract/tenants.ts';
 export type * from './contract/tool-calls.ts';
 export { ApprovalConflictError } from './contract/tool-calls.ts';
+export type * from './contract/usage.ts';
+export { noTotals, USAGE_GROUPS } from './contract/usage.ts';
 export type * from './contract/users.ts';
 export type * from './contract/webhooks.ts';
 export { WEBHOOK_ENDPOINT_FAILING, WEBHOOK_OUTBOX_FULL } from './contract/webhooks.ts';
@@ -56,4 +60,5 @@ export interface Store
     SessionStore,
     MessageStore,
     ToolCallStore,
-    WebhookStore {}
+    WebhookStore,
+    UsageStore {}

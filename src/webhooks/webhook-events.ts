@@ -77,15 +77,16 @@ const about = (session: SessionFacts) => ({
 export function turnCompletedEvent(
   session: SessionFacts,
   turnId: string,
-  message: unknown,
+  message: { usage: unknown },
   at: string,
 ): WebhookEvent {
+  // The turn's usage also at the top, for a billing consumer that reads no messages.
   return event(
     session.tenant_id,
     'turn.completed',
     session.id,
     session.shard,
-    { ...about(session), turn_id: turnId, message },
+    { ...about(session), turn_id: turnId, usage: message.usage, message },
     at,
   );
 }

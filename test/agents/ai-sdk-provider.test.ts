@@ -68,7 +68,12 @@ for (const kind of kinds) {
       assert.equal(reply.text, 'Hello from the fake.');
       assert.equal(deltas.join(''), reply.text);
       assert.ok(deltas.length > 1, 'more than one delta');
-      assert.deepEqual(reply.usage, { input_tokens: 11, output_tokens: 7 });
+      assert.deepEqual(reply.usage, {
+        input_tokens: 11,
+        output_tokens: 7,
+        cached_input_tokens: 0,
+        reasoning_tokens: 0,
+      });
       assert.equal(reply.stop_reason, 'end');
       const sent = fake.requests[0];
       assert.equal(sent?.path, kind === 'anthropic' ? '/v1/messages' : '/v1/chat/completions');

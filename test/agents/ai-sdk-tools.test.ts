@@ -114,7 +114,12 @@ for (const kind of kinds) {
       assert.equal(reply.text, 'Let me look.');
       assert.equal(deltas.join(''), 'Let me look.');
       assert.equal(reply.stop_reason, 'end');
-      assert.deepEqual(reply.usage, { input_tokens: 11, output_tokens: 7 });
+      assert.deepEqual(reply.usage, {
+        input_tokens: 11,
+        output_tokens: 7,
+        cached_input_tokens: 0,
+        reasoning_tokens: 0,
+      });
       assert.deepEqual(
         reply.tool_calls.map(({ name, input }) => ({ name, input })),
         [

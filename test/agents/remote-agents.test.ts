@@ -56,7 +56,8 @@ describe('an anthropic agent', () => {
     const message = res.json().agent_message;
     assert.deepEqual(message.content, [{ type: 'text', text: 'Hello from Claude.' }]);
     assert.equal(message.stop_reason, 'end');
-    assert.deepEqual(message.usage, { input_tokens: 11, output_tokens: 7 });
+    const { input_tokens, output_tokens, cost_micro_usd } = message.usage;
+    assert.deepEqual([input_tokens, output_tokens, cost_micro_usd], [11, 7, 0], 'no pricing: no cost');
     const sent = fake.requests[0];
     assert.equal(sent?.path, '/v1/messages');
     assert.equal(sent?.headers['x-api-key'], 'fake-key');

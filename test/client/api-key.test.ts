@@ -157,6 +157,30 @@ describe('the API-key family', () => {
     const token = await api.refreshToken(started.conversation.id);
     assert.match(token.session_token, /^ey/);
 
+    const day = new Date().toISOString().slice(0, 10);
+    const usage = await api.usage.report({
+      from: day,
+      to: day,
+      group_by: 'user',
+      agent_id: 'demo',
+      user_id: user.id,
+      limit: 5,
+      offset: 0,
+    });
+    assert.deepEqual(
+      usage.items.map((r) => [r.key, r.turns]),
+      [[user.id, (await api.getUser(user.id)).usage?.turns]],
+    );
+    assert.equal(
+      (await api.usage.setBudget(user.id, { period: 'month', max_tokens: 10 ** 9 })).period,
+      'month',
+    );
+    assert.equal((await api.usage.getBudget(user.id)).max_tokens, 10 ** 9);
+    await api.usage.deleteBudget(user.id);
+    assert.equal((await api.usage.setBudget(null, { period: 'day', max_cost_usd: 100 })).user_id, null);
+    assert.equal((await api.usage.getBudget(null)).max_cost_usd, 100);
+    await api.usage.deleteBudget(null);
+
     await api.deleteFile(file.id);
     await api.deleteUser(user.id);
 

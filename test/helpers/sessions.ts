@@ -89,6 +89,8 @@ export interface Session {
   closed_at: string | null;
   context: Record<string, unknown>;
   metadata: Record<string, unknown>;
+  /** The session's usage totals (docs/guides/usage.md). */
+  usage?: Record<string, number>;
 }
 
 /** Request shortcuts authenticated with `key` (default: the tenant t1 key for every agent, read when sending). */
@@ -104,6 +106,8 @@ export function client(t: TestApp, key?: string) {
         headers: auth(headers),
         ...(payload === undefined ? {} : { payload: payload as object }),
       }),
+    put: (url: string, payload: unknown) =>
+      t.app.inject({ method: 'PUT', url, headers: auth(), payload: payload as object }),
     delete: (url: string) => t.app.inject({ method: 'DELETE', url, headers: auth() }),
   };
 }

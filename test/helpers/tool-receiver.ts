@@ -91,7 +91,8 @@ export const inputValue = (input: unknown) =>
  * waited for it dies, which is what a retry under the same key must not repeat.
  */
 export async function startToolReceiver(
-  t: Pick<TestContext, 'after'>,
+  /** A test's context, or node:test's `after` for a whole file's receiver. */
+  t: { after(fn: () => unknown): void },
   options: ToolReceiverOptions = {},
 ): Promise<ToolReceiver> {
   const effect = options.effect ?? ((body: ToolCallBody) => recordedOutput(inputValue(body.input)));

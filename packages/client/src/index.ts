@@ -11,3 +11,12 @@ export type { Fetch } from './transport.ts';
 export type { CallIds, DecideOptions } from './turn-actions.ts';
 export { type AnyTurnEvent, type TurnSource, TurnStream, type TurnStreamOptions } from './turn-stream.ts';
 export type * from './types.ts';
+export type {
+  Budget,
+  BudgetFields,
+  UsageApi,
+  UsagePage,
+  UsageQuery,
+  UsageRow,
+  UsageTotals,
+} from './usage.ts';

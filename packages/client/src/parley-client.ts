@@ -36,6 +36,7 @@ import type {
   SessionTurnResult,
   TerminateResult,
 } from './types.ts';
+import { UsageApi } from './usage.ts';
 
 export interface ParleyClientOptions {
   baseUrl: string;
@@ -50,6 +51,8 @@ export interface ParleyClientOptions {
 
 export class ParleyClient extends KeyResources {
   readonly #maxReconnects: number | undefined;
+  /** Usage and budgets (usage.ts). */
+  readonly usage: UsageApi;
 
   constructor(options: ParleyClientOptions) {
     const headers = { 'x-api-key': options.apiKey };
@@ -62,6 +65,7 @@ export class ParleyClient extends KeyResources {
       }),
     );
     this.#maxReconnects = options.maxReconnects;
+    this.usage = new UsageApi(this.t);
   }
 
   // Sessions

@@ -28,7 +28,7 @@ export interface TransportOptions {
 export type Query = Record<string, string | number | boolean | null | undefined>;
 
 export interface RequestSpec {
-  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: string;
   query?: Query | undefined;
   /** A JSON body. */

@@ -103,7 +103,7 @@ const cancelledMessage = {
   ...messageExample,
   content: [{ type: 'text', text: 'We are open 9:00' }],
   stop_reason: 'cancelled',
-  usage: { input_tokens: 0, output_tokens: 0 },
+  usage: { ...messageExample.usage, input_tokens: 0, output_tokens: 0, cost_micro_usd: 0 },
 };
 const { metadata: _metadata, tool_calls: _calls, ...cancelledConversationMessage } = cancelledMessage;
 const cancelledTurn = { id: 'turn_IYSjka3ruqO7fQHIdFHWN', status: 'cancelled', approvals: [] };

@@ -5,7 +5,10 @@
 export const SESSION_STATUSES = ['active', 'closed', 'expired'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
-/** Why a model's reply ended; `cancelled` when its turn was cancelled (the text so far is the reply). */
+/**
+ * Why a model's reply ended; `cancelled` when its turn was cancelled (the text so far is the reply), `budget`
+ * when its end-user's budget ran out between two of its steps.
+ */
 export const STOP_REASONS = [
   'end',
   'max_tokens',
@@ -13,6 +16,7 @@ export const STOP_REASONS = [
   'content_filter',
   'error',
   'cancelled',
+  'budget',
 ] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 

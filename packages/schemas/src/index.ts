@@ -12,5 +12,6 @@ export * from './responses.ts';
 export * from './runs.ts';
 export * from './sessions.ts';
 export * from './turn-events.ts';
+export * from './usage.ts';
 export * from './users.ts';
 export * from './webhooks.ts';

@@ -101,9 +101,20 @@ export const contentBlock = z
   ])
   .meta({ id: 'ContentBlock' });
 
-/** What one model call cost, as its provider reported it. */
+/** What model calls cost, as their provider reported them, priced with the agent's `pricing`. */
 export const usageSchema = z
-  .object({ input_tokens: z.number().int(), output_tokens: z.number().int() })
+  .object({
+    input_tokens: z.number().int(),
+    output_tokens: z.number().int(),
+    cached_input_tokens: z.number().int().meta({
+      description: 'Of the input tokens, those read from the provider’s prompt cache; 0 when it does not say',
+    }),
+    reasoning_tokens: z.number().int().meta({ description: '0 when the provider does not say' }),
+    model: z.string().nullable().meta({ description: 'The model that answered' }),
+    cost_micro_usd: z.number().int().meta({
+      description: 'In millionths of a US dollar, from the agent’s pricing; 0 without pricing',
+    }),
+  })
   .meta({ id: 'Usage' });
 
 /** A tool call of a turn, as its reply shows it: what was asked, what came back. */
@@ -126,7 +137,14 @@ export const messageExample = {
   created_at: '2026-03-02T09:16:21.877Z',
   metadata: null,
   stop_reason: 'end',
-  usage: { input_tokens: 412, output_tokens: 14 },
+  usage: {
+    input_tokens: 412,
+    output_tokens: 14,
+    cached_input_tokens: 0,
+    reasoning_tokens: 0,
+    model: 'gpt-4.1-mini',
+    cost_micro_usd: 187,
+  },
   tool_calls: [],
   author: null,
 };
@@ -143,7 +161,7 @@ export const messageSchema = z
     metadata: z.record(z.string(), z.unknown()).nullable(),
     stop_reason: z.enum(STOP_REASONS).nullable().meta({
       description:
-        'Why the model stopped: end, max_tokens (the text is cut), max_steps, content_filter or error; null on messages no model produced (user, authored, inactivity)',
+        'Why the model stopped: end, max_tokens (the text is cut), max_steps, content_filter, error, cancelled or budget (its end-user’s budget ran out between steps); null on messages no model produced (user, authored, inactivity)',
     }),
     usage: usageSchema
       .nullable()

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { approvalSchema } from './approvals.ts';
 import { jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
 import { SESSION_STATUSES } from './enums.ts';
+import { usageTotalsSchema } from './usage.ts';
 import { userExample, userReference } from './users.ts';
 
 /** A lookup of an existing user: by id, by reference, or both (then they must name the same user). */
@@ -110,6 +111,9 @@ export const sessionSchema = z
     handoff: handoffSchema
       .nullable()
       .meta({ description: 'The handoff in force; null while the agent answers' }),
+    usage: usageTotalsSchema.optional().meta({
+      description: "What the session's model calls cost (the server-side family shows it)",
+    }),
   })
   .meta({ id: 'Session', examples: [sessionExample] });
 

@@ -2,6 +2,7 @@
 // `reference` rule that session creation's user lookup shares.
 import { z } from 'zod';
 import { jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
+import { usageTotalsSchema } from './usage.ts';
 
 export const userReference = z
   .string()
@@ -57,6 +58,9 @@ export const userSchema = z
     phone: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()),
     info: z.record(z.string(), z.unknown()),
+    usage: usageTotalsSchema.optional().meta({
+      description: "What the model calls of the user's sessions cost",
+    }),
   })
   .meta({ id: 'User', examples: [userExample] });
 

@@ -15,6 +15,7 @@ import { filesRoutes } from './files.ts';
 import { messagesRoutes } from './messages.ts';
 import { runRoutes } from './run.ts';
 import { sessionsRoutes } from './sessions.ts';
+import { usageRoutes } from './usage.ts';
 import { usersRoutes } from './users.ts';
 import { webhooksRoutes } from './webhooks.ts';
 
@@ -46,6 +47,7 @@ export async function apiFamily(
     redis,
   });
   await scope.register(usersRoutes, { store });
+  await scope.register(usageRoutes, { store });
   await scope.register(filesRoutes, {
     store,
     uploadLimitBytes: config.limits.uploadBytes,

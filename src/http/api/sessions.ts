@@ -23,6 +23,7 @@ import { toSession } from '../../store/views.ts';
 import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
 import { keySession } from '../auth/session-target.ts';
 import { createsSession, onSession } from '../server/route-config.ts';
+import { withUsage } from './usage.ts';
 
 export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: SessionService }> = async (
   app,
@@ -43,7 +44,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
     async (request, reply) => {
       assertAgentAllowed(request, request.params.agent_id);
       const session = await sessions.createSession(tenantOf(request), request.params.agent_id, request.body);
-      return reply.code(201).send(toSession(session));
+      return reply.code(201).send(withUsage([toSession(session)], new Map())[0]);
     },
   );
 
@@ -65,8 +66,14 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         { status, agent_id, user_id, ...(agents.includes('*') ? {} : { agent_ids: agents }) },
         { limit, offset },
       );
-      const pending = await sessions.pendingApprovals(page.items.map((s) => s.id));
-      return { items: page.items.map((s) => toSession(s, pending.get(s.id))), next_offset: page.next_offset };
+      const ids = page.items.map((s) => s.id);
+      const pending = await sessions.pendingApprovals(ids);
+      const usage = await store.sessionUsage(tenantOf(request), ids);
+      const items = withUsage(
+        page.items.map((s) => toSession(s, pending.get(s.id))),
+        usage,
+      );
+      return { items, next_offset: page.next_offset };
     },
   );
 
@@ -84,7 +91,8 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
     async (request) => {
       const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
       const session = await sessions.getSession(tenantId, sessionId, authorize);
-      return toSession(session, (await sessions.pendingApprovals([sessionId])).get(sessionId));
+      const pending = (await sessions.pendingApprovals([sessionId])).get(sessionId);
+      return withUsage([toSession(session, pending)], await store.sessionUsage(tenantId, [sessionId]))[0];
     },
   );
 

@@ -16,6 +16,7 @@ import { newId } from '../../ids.ts';
 import type { Store, UserFields } from '../../store/store.ts';
 import { userDeletedEvent } from '../../webhooks/webhook-events.ts';
 import { tenantOf } from '../auth/api-key.ts';
+import { withUsage } from './usage.ts';
 
 /** Request fields → store fields; an explicit null metadata/info resets it to `{}`. */
 function toStoreFields(body: z.infer<typeof userFields>): UserFields {
@@ -42,7 +43,7 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
     },
     async (request, reply) => {
       const user = await store.createUser(tenantOf(request), newId('usr'), toStoreFields(request.body));
-      return reply.code(201).send(user);
+      return reply.code(201).send(withUsage([user], new Map())[0]);
     },
   );
 
@@ -58,7 +59,13 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
     },
     async (request) => {
       const { limit, offset, reference, email } = request.query;
-      return store.listUsers(tenantOf(request), { reference, email }, { limit, offset });
+      const tenantId = tenantOf(request);
+      const page = await store.listUsers(tenantId, { reference, email }, { limit, offset });
+      const usage = await store.userUsage(
+        tenantId,
+        page.items.map((u) => u.id),
+      );
+      return { items: withUsage(page.items, usage), next_offset: page.next_offset };
     },
   );
 
@@ -73,9 +80,10 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
       },
     },
     async (request) => {
-      const user = await store.getUser(tenantOf(request), request.params.user_id);
+      const tenantId = tenantOf(request);
+      const user = await store.getUser(tenantId, request.params.user_id);
       if (!user) throw notFound(request.params.user_id);
-      return user;
+      return withUsage([user], await store.userUsage(tenantId, [user.id]))[0];
     },
   );
 
@@ -98,7 +106,7 @@ export const usersRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, 
           ? await store.getUser(tenant, request.params.user_id)
           : await store.updateUser(tenant, request.params.user_id, fields);
       if (!user) throw notFound(request.params.user_id);
-      return user;
+      return withUsage([user], await store.userUsage(tenant, [user.id]))[0];
     },
   );
 

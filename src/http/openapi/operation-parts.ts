@@ -59,6 +59,7 @@ export const turn: ErrorCode[] = [
   'turn_interrupted',
   'approval_pending',
   'server_busy',
+  'budget_exceeded',
 ];
 /** What a decision on a paused turn may answer, besides its family's errors and those of the turn going on. */
 export const deciding: ErrorCode[] = [

@@ -19,6 +19,7 @@ import {
 } from './operation-parts.ts';
 import { responseOperationDocs } from './response-operations.ts';
 import { turnOperationDocs } from './turn-operations.ts';
+import { usageOperationDocs } from './usage-operations.ts';
 
 export { genericErrors, type OperationDoc } from './operation-parts.ts';
 
@@ -26,6 +27,7 @@ export const operationDocs: Record<string, OperationDoc> = {
   ...turnOperationDocs,
   ...humanOperationDocs,
   ...responseOperationDocs,
+  ...usageOperationDocs,
   'GET /healthz': {
     id: 'getHealth',
     description:

@@ -259,5 +259,6 @@ const finishReasons: Record<StopReason | 'none', FinishReason> = {
   max_steps: 'other',
   error: 'error',
   cancelled: 'other',
+  budget: 'other',
   none: 'other',
 };

@@ -1,7 +1,7 @@
 // The Store's messages and what else a conversation keeps besides its session row: its feedback and its
 // Idempotency-Key records. Messages and records are written by session commits (see SessionWrite).
 import type { StopReason } from '#schemas';
-import type { JsonObject, MessageUsage, Page, PageRequest } from './common.ts';
+import type { JsonObject, MessageUsage, NewUsage, Page, PageRequest } from './common.ts';
 import type { ToolCallSummary } from './tool-calls.ts';
 import type { WebhookEvent } from './webhooks.ts';
 
@@ -41,7 +41,7 @@ export interface NewMessage {
   turn_id: string;
   /** Set on a model's reply only; absent is null. */
   stop_reason?: StopReason | null;
-  usage?: MessageUsage | null;
+  usage?: NewUsage | null;
   tool_calls?: ToolCallSummary[] | null;
   author?: MessageAuthor | null;
 }

@@ -1,7 +1,7 @@
 // The Store's tool calls: each call of a turn, committed before it runs and completed by its result (both
 // written by session commits: see SessionWrite), a call that waits for a person's decision and the decision
 // (docs/internals/decisions.md#approvals), and the summary a model's reply shows of them.
-import type { MessageUsage } from './common.ts';
+import type { MessageUsage, NewUsage } from './common.ts';
 
 /**
  * A tool call as an assistant message shows it (docs/internals/decisions.md#tool-calls-on-messages): what was
@@ -74,7 +74,9 @@ export type NewToolCall = Omit<
   | 'decided_by'
   | 'decision_reason'
   | 'decided_at'
+  | 'step_usage'
 > & {
+  step_usage: NewUsage | null;
   /** Set when the call must wait for a decision: it is committed `awaiting_approval`, and never run before. */
   approval?: { approver: Approver; expires_at: string };
 };

@@ -30,6 +30,7 @@ import {
   type SessionWriteResult,
   StaleEpochError,
 } from '../store.ts';
+import { countUsage } from '../usage-sql.ts';
 import type { Db, Queryable } from './db.ts';
 import { queueWebhookEvents } from './webhook-queue.ts';
 
@@ -176,6 +177,8 @@ export async function applySessionWrite(
   const eventsCount = Number(rows[0]?.events_count);
   for (const statement of sessionEventStatements(postgresDialect, write, eventsCount, at))
     await execute(c, statement);
+  const usage = countUsage(postgresDialect, write, at);
+  if (usage) await execute(c, usage);
   const idempotency = recordIdempotencyKey(postgresDialect, write, at);
   if (idempotency) await execute(c, idempotency);
   const response = storeIdempotencyResponse(postgresDialect, write);

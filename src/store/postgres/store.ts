@@ -1,7 +1,7 @@
 // The distributed Store: PostgreSQL through a pg.Pool (db.ts), for several processes sharing one database.
 // Same semantics and records as SqliteStore; every write is one transaction, session writes fenced. This
 // module holds the migrations' runner (under an advisory lock) and the session commit; the resources are in
-// the modules beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts), composed
+// the modules beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts, usage.ts), composed
 // by ComposedStore.
 import type pg from 'pg';
 import { ComposedStore } from '../composed-store.ts';
@@ -14,6 +14,7 @@ import * as messages from './messages.ts';
 import { postgresMigrations } from './migrations.ts';
 import * as sessions from './sessions.ts';
 import * as tenants from './tenants.ts';
+import * as usage from './usage.ts';
 import * as users from './users.ts';
 import * as webhooks from './webhooks.ts';
 
@@ -28,7 +29,7 @@ export class PostgresStore extends ComposedStore<Db> implements Store {
 
   constructor(connectionString: string, migrations: readonly Migration[] = postgresMigrations) {
     const { pool, db } = openPool(connectionString);
-    super(db, { tenants, users, files, sessions, messages, webhooks });
+    super(db, { tenants, users, files, sessions, messages, webhooks, usage });
     this.#pool = pool;
     this.#db = db;
     this.#migrations = migrations;

@@ -28,6 +28,7 @@ import {
   type SessionWriteResult,
   StaleEpochError,
 } from '../store.ts';
+import { countUsage } from '../usage-sql.ts';
 import { all, get, run, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
 
@@ -150,6 +151,8 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   for (const { row } of appended) run(db, insert(sqliteDialect, 'messages', row));
   const eventsCount = Number(row?.events_count);
   for (const statement of sessionEventStatements(sqliteDialect, write, eventsCount, at)) run(db, statement);
+  const usage = countUsage(sqliteDialect, write, at);
+  if (usage) run(db, usage);
   const idempotency = recordIdempotencyKey(sqliteDialect, write, at);
   if (idempotency) run(db, idempotency);
   const response = storeIdempotencyResponse(sqliteDialect, write);

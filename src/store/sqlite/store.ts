@@ -1,6 +1,6 @@
 // The embedded Store: one SQLite file (Node's built-in node:sqlite) on the connection of db.ts. This module
 // holds the migrations' runner and the group commit of session writes; the resources are in the modules
-// beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts), composed by
+// beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts, usage.ts), composed by
 // ComposedStore.
 import { ComposedStore } from '../composed-store.ts';
 import { now } from '../rows.ts';
@@ -12,6 +12,7 @@ import * as messages from './messages.ts';
 import { sqliteMigrations } from './migrations.ts';
 import * as sessions from './sessions.ts';
 import * as tenants from './tenants.ts';
+import * as usage from './usage.ts';
 import * as users from './users.ts';
 import * as webhooks from './webhooks.ts';
 
@@ -26,7 +27,7 @@ export class SqliteStore extends ComposedStore<SqliteConnection> implements Stor
 
   constructor(file: string, migrations: readonly Migration[] = sqliteMigrations) {
     const db = new SqliteConnection(file);
-    super(db, { tenants, users, files, sessions, messages, webhooks });
+    super(db, { tenants, users, files, sessions, messages, webhooks, usage });
     this.#db = db;
     this.#migrations = migrations;
   }

@@ -3,7 +3,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../../src/ids.ts';
 import { shardOf } from '../../../src/shards.ts';
-import type { ContentBlock, MessageRecord, SessionRecord } from '../../../src/store/store.ts';
+import {
+  type ContentBlock,
+  fullUsage,
+  type MessageRecord,
+  type SessionRecord,
+} from '../../../src/store/store.ts';
 import { isoInstant, type SessionFixture } from './support.ts';
 
 export function commitSession(f: SessionFixture): void {
@@ -111,8 +116,8 @@ export function commitSession(f: SessionFixture): void {
         expected.map((m) => [m.stop_reason, m.usage]),
         [
           [null, null],
-          ['max_tokens', { input_tokens: 1234, output_tokens: 2 }],
-          ['max_steps', { input_tokens: 0, output_tokens: 0 }],
+          ['max_tokens', fullUsage({ input_tokens: 1234, output_tokens: 2 })],
+          ['max_steps', fullUsage({ input_tokens: 0, output_tokens: 0 })],
           [null, null],
         ],
       );

@@ -15,6 +15,7 @@ import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } 
 import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
 import { toolCalls } from './tool-calls.ts';
+import { usageAndBudgets } from './usage.ts';
 import { users } from './users.ts';
 import { webhookBackoff } from './webhook-backoff.ts';
 import { webhookOutbox } from './webhook-outbox.ts';
@@ -44,6 +45,7 @@ export function storeContract(name: string, open: OpenStore): void {
       sessionsByAge(f);
       deleteSession(f);
       humansAndEvents(f);
+      usageAndBudgets(f);
     });
     feedback(open);
     webhooks(open);

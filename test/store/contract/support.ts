@@ -14,7 +14,7 @@ import type {
   SessionRecord,
   Store,
 } from '../../../src/store/store.ts';
-import { StaleEpochError } from '../../../src/store/store.ts';
+import { fullUsage, StaleEpochError } from '../../../src/store/store.ts';
 
 /**
  * Opens a store for one test. It may share its database with other tests (ids are unique per test and
@@ -150,7 +150,7 @@ export function sessionFixture(ctx: StoreContext) {
       stop_reason: m.stop_reason ?? null,
       author: m.author ?? null,
       tool_calls: m.tool_calls ?? null,
-      usage: m.usage ?? null,
+      usage: m.usage ? fullUsage(m.usage) : null,
     }));
 
   const isStale = (shard: number) => (err: unknown) => err instanceof StaleEpochError && err.shard === shard;

@@ -3,13 +3,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../../src/ids.ts';
-import type { NewToolCall, ToolCallRecord, ToolCallSummary } from '../../../src/store/store.ts';
+import {
+  fullUsage,
+  type NewToolCall,
+  type ToolCallRecord,
+  type ToolCallSummary,
+} from '../../../src/store/store.ts';
 import type { SessionFixture } from './support.ts';
 
 /** A call as stored once committed at `at`: no result, and (without `approval`) no approval either. */
 export function storedCall({ approval, ...c }: NewToolCall, at: string): ToolCallRecord {
   return {
     ...c,
+    step_usage: c.step_usage ? fullUsage(c.step_usage) : null,
     status: approval ? 'awaiting_approval' : null,
     output: null,
     duration_ms: null,
