@@ -8,6 +8,7 @@ import OpenAI from 'openai';
 import { responseObject } from '#schemas';
 import { useApp } from '../../helpers/app.ts';
 import { approvalAgents, call } from '../../helpers/approvals.ts';
+import { assertOpenResponse, assertOpenStreamEvent } from '../../helpers/open-responses-schema.ts';
 import { buildSessionApp, testAgents } from '../../helpers/sessions.ts';
 import { startToolReceiver } from '../../helpers/tool-receiver.ts';
 
@@ -30,6 +31,7 @@ test('a response waiting for an approval reads in_progress, and completed once t
   const client = openai();
   const waiting = await client.responses.create({ model: 'shop', input: call('refund', 'order 7') });
   responseObject.parse(waiting);
+  assertOpenResponse(waiting);
   assert.equal(waiting.status, 'in_progress');
   const [sessionId, turnId] = waiting.id.replace(/^resp_/, '').split('.');
   const pending = await t.app.inject({
@@ -47,6 +49,7 @@ test('a response waiting for an approval reads in_progress, and completed once t
   });
   assert.equal(decided.statusCode, 201, decided.body);
   const done = await client.responses.retrieve(waiting.id);
+  assertOpenResponse(done);
   assert.equal(done.status, 'completed');
   assert.deepEqual(
     done.output.map((item) => item.type),
@@ -62,6 +65,7 @@ test('a response waiting for an approval reads in_progress, and completed once t
   const types: string[] = [];
   let reason: string | undefined;
   for await (const event of stream) {
+    assertOpenStreamEvent(event);
     types.push(event.type);
     if (event.type === 'response.incomplete') reason = event.response.incomplete_details?.reason;
   }

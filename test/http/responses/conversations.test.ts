@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import OpenAI from 'openai';
 import { itemList, responseObject } from '#schemas';
+import { assertOpenResponse, assertOpenStreamEvent } from '../../helpers/open-responses-schema.ts';
 import { allMessages, testAgents, textOf, useSessionApp } from '../../helpers/sessions.ts';
 
 let base = '';
@@ -92,18 +93,21 @@ test('cancelling a streamed response that is running stops it; the response read
   let sawText = false;
   const types: string[] = [];
   for await (const event of stream) {
+    assertOpenStreamEvent(event);
     types.push(event.type);
     if (event.type === 'response.created') id = event.response.id;
     if (event.type === 'response.output_text.delta' && !sawText) {
       sawText = true;
       const cancelled = await client.responses.cancel(id);
       responseObject.parse(cancelled);
+      assertOpenResponse(cancelled);
       assert.equal(cancelled.status, 'cancelled');
     }
   }
   assert.ok(sawText);
   assert.equal(types.at(-1), 'response.incomplete');
   const read = await client.responses.retrieve(id);
+  assertOpenResponse(read);
   assert.equal(read.status, 'cancelled');
 });
 

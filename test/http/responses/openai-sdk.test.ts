@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import OpenAI from 'openai';
 import { responseObject, responseStreamEvent } from '#schemas';
+import { assertOpenResponse, assertOpenStreamEvent } from '../../helpers/open-responses-schema.ts';
 import { allMessages, textOf, useSessionApp } from '../../helpers/sessions.ts';
 
 let base = '';
@@ -19,6 +20,7 @@ const openai = (apiKey = t.apiKey) => new OpenAI({ apiKey, baseURL: `${base}/v1`
 test('responses.create answers the agent reply Parley stored, as a valid response object', async () => {
   const response = await openai().responses.create({ model: 'demo', input: 'What are your opening hours?' });
   responseObject.parse(response);
+  assertOpenResponse(response);
   assert.equal(response.status, 'completed');
   assert.equal(response.model, 'demo');
   assert.match(response.output_text, /You said: "What are your opening hours\?"/);
@@ -58,13 +60,17 @@ test('a conversation goes on through previous_response_id and through the conver
   assert.deepEqual(stored.filter((m) => m.role === 'user').map(textOf), ['one', 'two', 'three']);
   const read = await client.responses.retrieve(third.id);
   responseObject.parse(read);
+  assertOpenResponse(read);
   assert.equal(read.output_text, third.output_text);
 });
 
 test('a streamed response tells the specification events in order, with increasing sequence numbers', async () => {
   const stream = await openai().responses.create({ model: 'demo', input: 'stream me', stream: true });
   const events = [];
-  for await (const event of stream) events.push(responseStreamEvent.parse(event));
+  for await (const event of stream) {
+    assertOpenStreamEvent(event);
+    events.push(responseStreamEvent.parse(event));
+  }
   // One number per event, and one per character of a text delta (its number is its last character's).
   let next = 0;
   for (const event of events) {
@@ -100,6 +106,7 @@ test('the responses.stream() helper builds the final response from the events', 
   stream.on('response.output_text.delta', (e) => deltas.push(e.delta));
   const final = await stream.finalResponse();
   responseObject.parse(final);
+  assertOpenResponse(final);
   assert.equal(final.output_text, deltas.join(''));
   assert.match(final.output_text, /You said: "helper"/);
 });

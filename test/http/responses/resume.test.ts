@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { responseStreamEvent } from '#schemas';
+import { assertOpenStreamEvent } from '../../helpers/open-responses-schema.ts';
 import { allMessages, testAgents, textOf, useSessionApp } from '../../helpers/sessions.ts';
 
 let base = '';
@@ -18,10 +19,11 @@ const t = useSessionApp({
 });
 const openai = () => new OpenAI({ apiKey: t.apiKey, baseURL: `${base}/v1`, maxRetries: 0 });
 
-/** Every event of a stream, each checked against the wire schema. */
+/** Every event of a stream, each checked against the wire schema and the specification's own. */
 async function drain(stream: AsyncIterable<ResponseStreamEvent>, into: ResponseStreamEvent[] = []) {
   for await (const event of stream) {
     responseStreamEvent.parse(event);
+    assertOpenStreamEvent(event);
     into.push(event);
   }
   return into;
@@ -39,6 +41,7 @@ test('a stream dropped while the turn runs is resumed live after the last event,
   });
   const seen: ResponseStreamEvent[] = [];
   for await (const event of first) {
+    assertOpenStreamEvent(event);
     seen.push(event);
     if (event.type === 'response.output_text.delta' && seen.filter((e) => e.type === event.type).length === 2)
       break; // The client goes away mid-reply.

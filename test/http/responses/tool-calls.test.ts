@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import OpenAI from 'openai';
 import { responseObject } from '#schemas';
 import { useApp } from '../../helpers/app.ts';
+import { assertOpenResponse, assertOpenStreamEvent } from '../../helpers/open-responses-schema.ts';
 import { buildSessionApp, testAgents } from '../../helpers/sessions.ts';
 import {
   recordDirective,
@@ -41,6 +42,7 @@ test("the agent's tool calls are function_call and function_call_output items be
     input: `${recordDirective('alpha')} please`,
   });
   responseObject.parse(response);
+  assertOpenResponse(response);
   assert.deepEqual(
     response.output.map((item) => item.type),
     ['function_call', 'function_call_output', 'message'],
@@ -59,11 +61,15 @@ test("the agent's tool calls are function_call and function_call_output items be
     stream: true,
   });
   let final: OpenAI.Responses.Response | undefined;
-  for await (const event of stream) if (event.type === 'response.completed') final = event.response;
+  for await (const event of stream) {
+    assertOpenStreamEvent(event);
+    if (event.type === 'response.completed') final = event.response;
+  }
   assert.ok(final);
   const types = final.output.map((item) => item.type);
   assert.deepEqual(types.slice(-3), ['function_call', 'function_call_output', 'message']);
   const stored = await client.responses.retrieve(final.id);
+  assertOpenResponse(stored);
   assert.deepEqual(
     stored.output.filter((item) => item.type !== 'message'),
     final.output.filter((item) => item.type !== 'message'),
