@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import OpenAI from 'openai';
 import { type Cluster, startCluster } from '../helpers/cluster.ts';
+import { assertOpenResponse, assertOpenStreamEvent } from '../helpers/open-responses-schema.ts';
 import { killLeftoverChildren } from '../helpers/process.ts';
 
 after(killLeftoverChildren);
@@ -26,6 +27,7 @@ test('a conversation started on one process goes on through a process that does 
     input: 'again',
     previous_response_id: first.id,
   });
+  assertOpenResponse(second);
   assert.equal(second.conversation?.id, sessionId);
   const stream = await other.responses.create({
     model: 'demo',
@@ -34,10 +36,14 @@ test('a conversation started on one process goes on through a process that does 
     stream: true,
   });
   let text = '';
-  for await (const event of stream) if (event.type === 'response.output_text.delta') text += event.delta;
+  for await (const event of stream) {
+    assertOpenStreamEvent(event);
+    if (event.type === 'response.output_text.delta') text += event.delta;
+  }
   assert.match(text, /You said: "streamed"/);
 
   const read = await other.responses.retrieve(second.id);
+  assertOpenResponse(read);
   assert.equal(read.output_text, second.output_text);
   const items = [];
   for await (const item of other.conversations.items.list(sessionId, { order: 'asc' })) items.push(item);
@@ -45,8 +51,10 @@ test('a conversation started on one process goes on through a process that does 
   assert.equal((await other.responses.cancel(second.id)).status, 'completed');
   // The stream again, from its first event on, through the process that did not run it.
   const resumed = [];
-  for await (const event of await other.responses.retrieve(second.id, { stream: true, starting_after: 0 }))
+  for await (const event of await other.responses.retrieve(second.id, { stream: true, starting_after: 0 })) {
+    assertOpenStreamEvent(event);
     resumed.push(event);
+  }
   assert.equal(resumed[0]?.type, 'response.in_progress');
   const last = resumed.at(-1);
   assert.ok(last?.type === 'response.completed');
