@@ -17,7 +17,7 @@ after(killLeftoverChildren);
 describe('GET /widget.js', () => {
   const t = useTestApp();
 
-  it('serves the bundled element as a module any origin may load, under 30 KB', async () => {
+  it('serves the bundled element as a module any origin may load, under 40 KiB', async () => {
     const res = await t.app.inject({ url: '/widget.js' });
     assert.equal(res.statusCode, 200);
     assert.equal(res.headers['content-type'], 'text/javascript; charset=utf-8');
@@ -25,7 +25,8 @@ describe('GET /widget.js', () => {
     assert.match(String(res.headers.etag), /^"[\w-]+"$/);
     assert.match(res.body, /customElements\.define\("parley-chat"/);
     assert.doesNotMatch(res.body, /from\s*["']@parley\/client["']/, 'the client is bundled in');
-    // The budget of a small embed (about 30 KB today): a framework or a second copy of the client breaks it.
+    // The budget of a small embed (about 40 KB today, with approvals and Stop): a framework or a second copy of
+    // the client breaks it.
     assert.ok(res.body.length < 40 * 1024, `${res.body.length} bytes`);
   });
 
