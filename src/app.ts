@@ -247,7 +247,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
     await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
   }
   const turns = new LiveTurns();
-  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns, streams });
+  await app.register(apiFamily, { store, config, catalogue, sessions, tokens, redis, turns, streams });
   await app.register(responsesFamily, { store, config, sessions, redis, turns });
   const bounded = demo.bounds;
   await app.register(publicFamily, {

@@ -34,7 +34,7 @@ async function documentedOperations(): Promise<Operation[]> {
   };
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
-    if (!path.startsWith('/v1/agents/')) continue;
+    if (path !== '/v1/agents' && !path.startsWith('/v1/agents/')) continue;
     for (const [method, op] of Object.entries(
       item as Record<string, { parameters?: { in: string; name: string }[] }>,
     )) {
@@ -100,6 +100,7 @@ describe('the API-key family', () => {
     const content = await api.downloadFile(file.id);
     assert.deepEqual(new Uint8Array(await content.arrayBuffer()), bytes);
 
+    assert.ok((await api.agents()).some((a) => a.id === 'demo' && a.provider === 'scripted'));
     const session = await api.createSession('demo', { user: { id: user.id }, context: { plan: 'pro' } });
     const listedSessions = await api.listSessions({
       status: 'active',

@@ -3,6 +3,7 @@
 // z.output for what an answer holds. A schema change changes these types, and the typecheck then names every
 // use that breaks.
 import type {
+  agentSchema,
   approvalSchema,
   ConversationTurnEvent,
   cancelResult,
@@ -138,6 +139,8 @@ export type ConversationCancelResult = z.output<typeof conversationCancelResult>
 export type TurnEvent = ConversationTurnEvent;
 
 // Server-side family (API key)
+/** An agent as GET /v1/agents shows it: provider, tools and who approves them, handoff. */
+export type Agent = z.output<typeof agentSchema>;
 export type User = z.output<typeof userSchema>;
 /** The fields of a user to create or update; each given field replaces the stored value. */
 export type UserFields = z.input<typeof userFields>;
