@@ -106,11 +106,28 @@ describe('the API-key family', () => {
       status: 'active',
       agent_id: 'demo',
       user_id: user.id,
+      user_reference: 'crm-7',
+      handled_by: 'agent',
+      pending_approval: false,
+      updated_after: '2000-01-01T00:00:00Z',
       limit: 5,
       offset: 0,
     });
     assert.deepEqual(
       listedSessions.items.map((s) => s.id),
+      [session.id],
+    );
+    assert.equal(listedSessions.next_cursor, null);
+    const newer = await api.createSession('demo');
+    const newest = await api.listSessions({ limit: 1 });
+    assert.deepEqual(
+      newest.items.map((s) => s.id),
+      [newer.id],
+    );
+    assert.ok(newest.next_cursor);
+    const next = await api.listSessions({ cursor: newest.next_cursor, limit: 1 });
+    assert.deepEqual(
+      next.items.map((s) => s.id),
       [session.id],
     );
     assert.equal((await api.getSession(session.id)).context.plan, 'pro');

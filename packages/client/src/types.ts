@@ -33,6 +33,7 @@ import type {
   runResult,
   sessionCreate,
   sessionListQuery,
+  sessionPage,
   sessionSchema,
   sessionStatus,
   sessionTokenSchema,
@@ -158,8 +159,12 @@ export type WebhookDeliveryPage = PageOf<typeof webhookDeliverySchema>;
 export type Session = z.output<typeof sessionSchema>;
 /** `{ user?, context?, metadata? }`: a session's (or a conversation's) creation. */
 export type SessionCreate = z.input<typeof sessionCreate>;
-export type SessionPage = PageOf<typeof sessionSchema>;
-/** `status`, `agent_id`, `user_id`, `limit`, `offset`. */
+/** A page of sessions: pass `next_cursor` as `cursor` for the next (or `next_offset` as `offset`). */
+export type SessionPage = z.output<typeof sessionPage>;
+/**
+ * `status`, `agent_id`, `user_id`, `user_reference`, `handled_by` (`agent` or `humans`), `pending_approval`,
+ * `updated_after` (ISO 8601, exclusive); `limit`, and `cursor` (a `next_cursor`) or `offset`.
+ */
 export type SessionListQuery = ListQuery<typeof sessionListQuery>;
 /** A message with its metadata and tool calls, as the API key sees it. */
 export type Message = z.output<typeof messageSchema>;
