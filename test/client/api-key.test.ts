@@ -168,6 +168,8 @@ describe('the API-key family', () => {
     });
     const closed = await api.terminateSession(session.id, 'finished');
     assert.equal(closed.status, 'closed');
+    const told = await collect(api.sessionEvents(session.id));
+    assert.equal(told.at(-1)?.event, 'session.closed');
 
     const ran = await api.run('demo', { messages: [{ content: 'Run once' }], context: { a: 1 } });
     assert.match(ran.session_id, /^ses_/);
@@ -231,10 +233,9 @@ describe('the API-key family', () => {
           `${op.method} ${op.path}`,
         );
     }
-    // The conversation event stream is not spoken by the client yet.
     assert.deepEqual(
       operations.map((op) => `${op.method} ${op.path}`).filter((key) => !covered.has(key)),
-      ['GET /v1/agents/sessions/{session_id}/events'],
+      [],
       'routes without a client method',
     );
   });

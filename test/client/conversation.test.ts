@@ -85,7 +85,7 @@ describe('a streamed turn', () => {
 });
 
 describe('the other routes of a conversation', () => {
-  it('reads, sends, streams, decides, cancels, lists, uploads, leaves feedback, warns of inactivity and terminates: every public route but the AI SDK chat', async () => {
+  it('reads, sends, streams, decides, cancels, lists, uploads, leaves feedback, warns of inactivity, terminates and follows the events: every public route but the AI SDK chat', async () => {
     const sent: string[] = [];
     const conv = await openConversation(t, 'demo', {
       fetch: (input, init) => {
@@ -152,6 +152,7 @@ describe('the other routes of a conversation', () => {
     assert.equal(closed.status, 'closed');
     assert.equal(closed.reason, 'done here');
     assert.equal((await conv.get()).status, 'closed');
+    assert.equal((await collect(conv.events())).at(-1)?.event, 'session.closed');
 
     // Every route of the family in the OpenAPI document was called, but the one useChat's transport calls.
     const doc = (await (await fetch(`${baseUrl(t)}/openapi.json`)).json()) as {
@@ -165,11 +166,7 @@ describe('the other routes of a conversation', () => {
     );
     assert.deepEqual(
       routes.filter((r) => !called.has(r)),
-      [
-        'POST /v1/public/agents/conversations/{conversation_id}/chat',
-        // Not spoken by the client yet: the conversation event stream.
-        'GET /v1/public/agents/conversations/{conversation_id}/events',
-      ],
+      ['POST /v1/public/agents/conversations/{conversation_id}/chat'],
     );
   });
 

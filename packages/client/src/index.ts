@@ -2,6 +2,7 @@
 // ParleyClient speaks the server-side family with an API key; ParleyConversation the public one with a
 // session token. Both throw ParleyError, retry 429/503 after Retry-After, and stream turns as TurnStreams
 // that resume dropped connections.
+export { ConversationEvents, type FollowOptions } from './conversation-events.ts';
 export { ParleyError, type ParleyErrorInit } from './errors.ts';
 export { newIdempotencyKey } from './idempotency.ts';
 export { ParleyClient, type ParleyClientOptions } from './parley-client.ts';

@@ -2,6 +2,7 @@
 // messages and turns (decisions and cancel included) and conversations here, users, files and webhooks in
 // key-resources.ts. For your own backend only: the API key must never reach a browser (a front-end uses
 // ParleyConversation with a token).
+import { ConversationEvents, type FollowOptions } from './conversation-events.ts';
 import { KeyResources, type Signal } from './key-resources.ts';
 import type { ResumeOptions, SendOptions, SendRoute } from './send.ts';
 import { resumeEvents, sendForReply, sendStreamed } from './send.ts';
@@ -29,6 +30,7 @@ import type {
   SendInput,
   Session,
   SessionCreate,
+  SessionEvent,
   SessionListQuery,
   SessionPage,
   SessionToken,
@@ -165,6 +167,17 @@ export class ParleyClient extends KeyResources {
   /** GET /v1/agents/sessions/{session_id}/turns/{turn_id}/events: the turn's events after `after`. */
   resumeTurn(sessionId: string, turnId: string, options: ResumeOptions = {}): TurnStream<SessionTurnEvent> {
     return resumeEvents(this.#route(sessionId), turnId, options);
+  }
+
+  /**
+   * GET /v1/agents/sessions/{session_id}/events: everything that happens in the session, whoever caused it,
+   * from after `options.after`, followed across dropped connections and ownership moves; see ConversationEvents.
+   */
+  sessionEvents(sessionId: string, options: FollowOptions = {}): ConversationEvents<SessionEvent> {
+    return new ConversationEvents<SessionEvent>(this.t, `/v1/agents/sessions/${seg(sessionId)}/events`, {
+      ...options,
+      maxReconnects: this.#maxReconnects,
+    });
   }
 
   // Turns: decisions on the calls a paused turn waits for, and cancel

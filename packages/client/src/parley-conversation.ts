@@ -1,6 +1,7 @@
 // ParleyConversation: the public family (`/v1/public/agents/conversations/{id}/…`) as a front-end uses it, with
 // the conversation's session token (Authorization: Bearer), refreshed through the caller's callback when the
 // server says it expired. Never holds an API key.
+import { ConversationEvents, type FollowOptions } from './conversation-events.ts';
 import type { ResumeOptions, SendOptions, SendRoute } from './send.ts';
 import { resumeEvents, sendForReply, sendStreamed } from './send.ts';
 import { type Fetch, seg, Transport } from './transport.ts';
@@ -116,6 +117,17 @@ export class ParleyConversation {
    */
   resume(turnId: string, options: ResumeOptions = {}): TurnStream {
     return resumeEvents(this.#route, turnId, options);
+  }
+
+  /**
+   * GET …/events: everything that happens in the conversation (its messages, an operator's included, turns,
+   * handoffs) from after `options.after`, followed across dropped connections; see ConversationEvents.
+   */
+  events(options: FollowOptions = {}): ConversationEvents {
+    return new ConversationEvents(this.#transport, `${this.#path}/events`, {
+      ...options,
+      maxReconnects: this.#route.maxReconnects,
+    });
   }
 
   /**

@@ -191,7 +191,7 @@ function interruptedError(turnId: string | undefined, how: 'dropped' | 'interrup
 }
 
 /** The events of an SSE body as they arrive, `onEnd` once it ended whole; cancels it when the consumer stops early. */
-async function* readEvents(
+export async function* readEvents(
   response: Response,
   onEnd: () => void,
 ): AsyncGenerator<EventSourceMessage, void, undefined> {

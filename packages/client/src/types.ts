@@ -5,6 +5,7 @@
 import type {
   agentSchema,
   approvalSchema,
+  ConversationEvent as ConversationStreamEvent,
   ConversationTurnEvent,
   cancelResult,
   chatRequest,
@@ -23,6 +24,7 @@ import type {
   fileSchema,
   inactivityRequest,
   inactivityResult,
+  SessionEvent as KeySessionEvent,
   SessionTurnEvent as KeyTurnEvent,
   agentReply as keyReply,
   messageRequest,
@@ -138,6 +140,8 @@ export type ConversationCancelResult = z.output<typeof conversationCancelResult>
  * again (same Idempotency-Key): drop the reply text held so far, the turn's text starts over.
  */
 export type TurnEvent = ConversationTurnEvent;
+/** An event of a conversation's event stream read with its session token (conversation.events()). */
+export type ConversationEvent = ConversationStreamEvent;
 
 // Server-side family (API key)
 /** An agent as GET /v1/agents shows it: provider, tools and who approves them, handoff. */
@@ -176,6 +180,8 @@ export type SessionTurnResult = TurnResult<AgentReply>;
 export type CancelResult = z.output<typeof cancelResult>;
 /** An event of a turn streamed with an API key: as TurnEvent, with messages as Message and tool events. */
 export type SessionTurnEvent = KeyTurnEvent;
+/** An event of a session's event stream read with an API key (client.sessionEvents()). */
+export type SessionEvent = KeySessionEvent;
 /** `run`: 1 to 10 messages for a new session, with the session creation's fields (`persist` is accepted; v1 always persists). */
 export type RunRequest = z.input<typeof runRequest>;
 export type RunResult = z.output<typeof runResult>;

@@ -4,6 +4,7 @@ export * from './agents.ts';
 export * from './approvals.ts';
 export * from './chat.ts';
 export * from './common.ts';
+export * from './conversation-events.ts';
 export * from './conversations.ts';
 export * from './enums.ts';
 export * from './files.ts';

@@ -6,7 +6,13 @@ import { ParleyChat } from './parley-chat.ts';
 if (!customElements.get('parley-chat')) customElements.define('parley-chat', ParleyChat);
 
 // Every runtime export of @parley/client but ParleyClient: an API key must never reach a browser.
-export { newIdempotencyKey, ParleyConversation, ParleyError, TurnStream } from '@parley/client';
+export {
+  ConversationEvents,
+  newIdempotencyKey,
+  ParleyConversation,
+  ParleyError,
+  TurnStream,
+} from '@parley/client';
 export { ParleyChat };
 
 declare global {

@@ -8,7 +8,7 @@
 import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { authErrors, errorEnvelope, sseResponse } from '#schemas';
+import { authErrors, conversationEventsResponse, errorEnvelope } from '#schemas';
 import { type MessageView, type PublicMessage, publicMessage } from '../../actors/public-message.ts';
 import { ValidationError } from '../../errors.ts';
 import type { SessionEventRecord, Store } from '../../store/store.ts';
@@ -47,7 +47,7 @@ export function registerEventsRoute(
         params: z.object({ [family.param]: z.string() }),
         headers: z.object({ 'last-event-id': eventId.optional() }),
         querystring: z.object({ after: eventId.optional() }),
-        response: { 200: sseResponse, 503: errorEnvelope, ...authErrors },
+        response: { 200: conversationEventsResponse, 503: errorEnvelope, ...authErrors },
       },
     },
     async (request, reply) => {
