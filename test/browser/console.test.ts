@@ -145,6 +145,29 @@ describe('the operator console', { skip: browserSkip }, () => {
     assert.equal(await page.getByRole('button', { name: 'Take over' }).isDisabled(), true);
   });
 
+  it('loads older sessions by cursor with Load more, each once, and works from the keyboard', async (t) => {
+    const page = await browser.page(t);
+    for (let i = 0; i < 21; i++) await startConversation(app, 'demo');
+    await signIn(page);
+    const sessions = page.locator('button.session');
+    await waitFor('the first page', async () => (await sessions.count()) === 20);
+    const more = page.getByRole('button', { name: 'Load more' });
+    await more.focus();
+    await page.keyboard.press('Enter');
+    await waitFor('the next page', async () => (await sessions.count()) > 20);
+    const ids = await sessions.evaluateAll((buttons) => buttons.map((b) => b.getAttribute('data-id')));
+    assert.equal(new Set(ids).size, ids.length, 'no session twice');
+    assert.equal(
+      await page.evaluate('document.activeElement.dataset.id'),
+      ids[20],
+      'focus on the first loaded',
+    );
+    // Enter on a session opens it, and the heading takes the focus.
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: `Session ${ids[20]}` }).waitFor();
+    assert.equal(await page.evaluate('document.activeElement.id'), 'session-title');
+  });
+
   for (const colorScheme of ['light', 'dark'] as const) {
     it(`has no axe violation and is screenshotted in ${colorScheme} at 390 and 1280 px`, async (t) => {
       const page = await browser.page(t);
