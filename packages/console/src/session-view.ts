@@ -73,9 +73,10 @@ export class SessionView {
     ) {
       this.#openTurn = turnId;
     } else if (e.event === 'message.created' && e.data.message) {
-      // A user's message opens a turn; a reply of the model ends it (an operator's message opens none).
+      // A user's message opens a turn (not while people handle the session: no model answers it); a reply of the
+      // model ends it, and an operator's message opens none.
       const m = e.data.message;
-      if (m.role === 'user') this.#openTurn = turnId;
+      if (m.role === 'user' && this.#session?.handled_by !== 'humans') this.#openTurn = turnId;
       else if (m.stop_reason !== null && turnId === this.#openTurn) this.#openTurn = null;
     }
     // Several events come together: one read of the session after them.

@@ -141,7 +141,7 @@ export const operationDocs: Record<string, OperationDoc> = {
   [`GET ${A}/sessions/{session_id}`]: {
     id: 'getSession',
     description:
-      "One session, with its `user`, `context`, `metadata` and message count. A session past its lifetime is expired as it is read, so it shows `expired`. Another agent's session is 403 `agent_forbidden` for a key scoped to other agents.",
+      "One session, with its `user`, `context`, `metadata`, message count, `usage` and the end user's `feedback` (null without). A session past its lifetime is expired as it is read, so it shows `expired`. Another agent's session is 403 `agent_forbidden` for a key scoped to other agents.",
     ok: 'The session',
     errors: session,
   },
