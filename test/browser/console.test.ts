@@ -15,6 +15,21 @@ import { startToolReceiver, type ToolReceiver } from '../helpers/tool-receiver.t
 import { waitFor } from '../helpers/wait.ts';
 
 const ARTIFACTS = join(import.meta.dirname, '../../test-artifacts');
+
+/** The first `count` events of a conversation event stream, exactly as the server wrote them. */
+async function readEvents(url: string, apiKey: string, count: number): Promise<string> {
+  const res = await fetch(url, { headers: { 'x-api-key': apiKey } });
+  assert.ok(res.body, 'a stream');
+  const decoder = new TextDecoder();
+  let text = '';
+  for await (const chunk of res.body) {
+    text += decoder.decode(chunk, { stream: true });
+    const events = text.split('\n\n').filter((block) => /^id: /m.test(block));
+    // Leaving the loop cancels the body, which closes the connection.
+    if (events.length >= count) return `${events.slice(0, count).join('\n\n')}\n\n`;
+  }
+  throw new Error(`the stream ended before ${count} events`);
+}
 const refund = (value: string) => `Refund please [[tool:refund ${JSON.stringify({ value })}]]`;
 
 describe('the operator console', { skip: browserSkip }, () => {
@@ -102,6 +117,34 @@ describe('the operator console', { skip: browserSkip }, () => {
     assert.equal((await user.post('/messages', { content: 'Is the agent back?' })).statusCode, 201);
     await transcript(page).getByText('You said: "Is the agent back?".').waitFor();
     assert.deepEqual(await violations(), []);
+  });
+
+  it('follows the conversation again after its stream breaks, from the last event id, each message once', async (t) => {
+    const page = await browser.page(t);
+    const { id, user } = await conversation();
+    assert.equal((await user.post('/messages', { content: 'Before the break' })).statusCode, 201);
+    // The first connection is served the session's first two events as the server sent them, then ends.
+    const path = `/v1/agents/sessions/${id}/events`;
+    const firstTwo = await readEvents(`${app.url}${path}`, app.apiKey, 2);
+    const lastEventIds: (string | undefined)[] = [];
+    await page.route(`**${path}`, async (route, request) => {
+      lastEventIds.push(request.headers()['last-event-id']);
+      if (lastEventIds.length === 1) {
+        await route.fulfill({ status: 200, contentType: 'text/event-stream', body: firstTwo });
+      } else await route.continue();
+    });
+    await signIn(page);
+    await open(page, id);
+    await transcript(page).getByText('You said: "Before the break".').waitFor();
+    await waitFor('a second connection', () => lastEventIds.length >= 2);
+    assert.deepEqual(lastEventIds.slice(0, 2), [undefined, '2']);
+    assert.equal((await user.post('/messages', { content: 'After the break' })).statusCode, 201);
+    await transcript(page).getByText('You said: "After the break".').waitFor();
+    const shown = await transcript(page)
+      .locator('li.msg')
+      .evaluateAll((items) => items.map((i) => i.getAttribute('data-id')));
+    assert.equal(shown.length, 4);
+    assert.equal(new Set(shown).size, 4, 'no message twice');
   });
 
   it('approves one call and denies another, each waiting for the operator', async (t) => {
