@@ -71,6 +71,8 @@ describe('the widget, following its conversation', { skip: browserSkip }, () => 
       `document.querySelector('parley-chat').shadowRoot.querySelectorAll('.msg.user[data-id]').length === 2`,
     );
     assert.equal(await chat.locator('.typing .dots').count(), 0);
+    assert.equal(await chat.locator('[role="alert"]').textContent(), '');
+    await waitInPage(page, READY);
 
     await asOperator(`${id}/handback`);
     await chat.locator('.event', { hasText: 'The agent answers again.' }).waitFor();

@@ -3,7 +3,7 @@
 // operator's reply, an inactivity message, a message sent in another tab) appear as they are stored, the
 // handoff to people and back is said in the log, and the end of the conversation is shown. One stream per
 // element, stopped when the element leaves the page, restarts, or the conversation ends.
-import type { ConversationMessage, ParleyConversation } from '@parley/client';
+import type { ConversationEvent, ConversationMessage, ParleyConversation } from '@parley/client';
 import { messageNode, type Shown } from './view.ts';
 
 export interface LiveHost {
@@ -93,7 +93,7 @@ export class LiveFollower {
     }
   }
 
-  #event(ev: ReturnType<ParleyConversation['events']> extends AsyncIterable<infer E> ? E : never): void {
+  #event(ev: ConversationEvent): void {
     const host = this.#host;
     switch (ev.event) {
       case 'message.created': {
@@ -132,7 +132,7 @@ export class LiveFollower {
       }
     }
     if (message.role !== 'user' && message.role !== 'assistant') return;
-    host.log.append(messageNode(message as Parameters<typeof messageNode>[0], host.shown));
+    host.log.append(messageNode(message, host.shown));
     host.scroll();
   }
 }

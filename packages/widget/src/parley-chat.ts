@@ -34,6 +34,7 @@ export class ParleyChat extends HTMLElement {
     'strings',
     'feedback',
     'launcher',
+    'open',
     'greeting',
   ];
 
@@ -164,7 +165,7 @@ export class ParleyChat extends HTMLElement {
   #setting(name: string, value: string | null): boolean {
     if (name === 'strings') this.strings = Strings.parse(value, (e) => this.#fail(e)) as WidgetStrings;
     else if (name === 'feedback') this.#feedback.update();
-    else if (name === 'launcher') this.#view.launcher.update();
+    else if (name === 'launcher' || name === 'open') this.#view.launcher.update();
     else return false;
     return true;
   }
@@ -335,7 +336,10 @@ export class ParleyChat extends HTMLElement {
     this.#view.scroll(true);
     try {
       const input = attachments.length === 0 ? text : { content: blocks };
-      await this.#control.render(conv.stream(input, { signal: life, idempotencyKey }), mine);
+      const options = { signal: life, idempotencyKey };
+      // People answer: the message is stored and no turn runs, so there is nothing to stream.
+      if (this.#live.handledBy === 'humans') mine.dataset.stored = (await conv.send(input, options)).status;
+      else await this.#control.render(conv.stream(input, options), mine);
     } catch (err) {
       if (life.aborted) return;
       if (mine.dataset.stored === undefined) {
