@@ -181,7 +181,7 @@ describe('the widget in light and dark', { skip: browserSkip }, () => {
   const browser = useBrowser();
   const demo = useDemoApp({ delayMs: 5 });
 
-  it('is saved as screenshots light and dark at 390 and 1280 px, and axe finds nothing on /demo in either', async (t) => {
+  it('is saved as screenshots light and dark at 390 and 1280 px (and as a launcher), and axe finds nothing on /demo in either', async (t) => {
     await mkdir(ARTIFACTS, { recursive: true });
     for (const scheme of ['light', 'dark'] as const) {
       for (const width of [390, 1280]) {
@@ -198,6 +198,14 @@ describe('the widget in light and dark', { skip: browserSkip }, () => {
           assert.deepEqual(violations, [], `${scheme}: ${describeViolations(violations)}`);
         }
       }
+      // The launcher's panel, open over the page on a phone.
+      const page = await browser.page(t);
+      await page.emulateMedia({ colorScheme: scheme });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await openDemo(page, demo.url, '?launcher=true');
+      await page.screenshot({ path: join(ARTIFACTS, `widget-launcher-${scheme}-390.png`) });
+      const violations = await axeViolations(page);
+      assert.deepEqual(violations, [], `launcher, ${scheme}: ${describeViolations(violations)}`);
     }
   });
 });

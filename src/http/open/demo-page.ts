@@ -110,7 +110,8 @@ ${agentNote(provider)}
 <p>What the widget shows: replies as they are written, in Markdown; dots while a reply is awaited; the time of
 each message; a greeting; "Rate this conversation" in its header (and the rating again when the conversation
 ends); dark colours when your system uses them. When people take the conversation over, it says so, and an
-operator's replies, posted with the API key, appear here with the operator's name as they are sent. Also:
+operator's replies (posted to <code>/v1/agents/sessions/{id}/messages</code> with an API key of the tenant
+<code>demo</code> and an <code>author</code>) appear here with the operator's name as they are sent. Also:
 ${other}.</p>
 <parley-chat${attrs}><span slot="title">Demo agent</span></parley-chat>
 </main>
