@@ -95,6 +95,21 @@ describe('the widget, following its conversation', { skip: browserSkip }, () => 
     );
   });
 
+  it("marks the launcher when an operator's reply arrives while the panel is closed", async (t) => {
+    const page = await browser.page(t);
+    await page.goto(`${demo.url}/demo?launcher=true`);
+    await waitInPage(page, READY);
+    const id = (await page.locator('parley-chat').getAttribute('conversation-id')) ?? '';
+    await page.getByRole('button', { name: 'Close the chat' }).click();
+    await operatorSays(id, 'Are you still there?');
+    const marked = page.getByRole('button', { name: 'Open the chat: new messages' });
+    await marked.waitFor();
+    await marked.click();
+    await page.locator('parley-chat').getByText('Are you still there?').waitFor();
+    await page.getByRole('button', { name: 'Close the chat' }).click();
+    await page.getByRole('button', { name: 'Open the chat', exact: true }).waitFor();
+  });
+
   describe('behind a connection that can be cut', () => {
     let proxy: Server | undefined;
     const sockets = new Set<Socket>();

@@ -117,6 +117,7 @@ export class ChatView {
   /** A line in the log about the conversation (the handoff and back), not a message. */
   event(key: StringKey): void {
     this.typing(false);
+    this.launcher.arrived();
     this.log.append(h('p', { class: 'event', part: 'event' }, this.#parts.strings.t(key)));
     this.scroll();
   }

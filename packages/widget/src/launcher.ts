@@ -1,7 +1,8 @@
 // The launcher of <parley-chat launcher>: a floating round button in the page's corner that opens and closes
 // the chat panel above it. It says whether the panel is open (aria-expanded); Escape in the panel closes it and
-// gives the focus back to the button; opened, the panel's message box takes the focus. The `open` attribute
-// is the panel's state, so a page may open it too (or style it).
+// gives the focus back to the button; opened, the panel's message box takes the focus. A message that arrives
+// while it is closed (an operator's reply) marks the button until it is opened. The `open` attribute is the
+// panel's state, so a page may open it too (or style it).
 import type { Strings } from './strings.ts';
 import { h } from './view.ts';
 
@@ -18,6 +19,7 @@ export class Launcher {
   });
   readonly #host: HTMLElement;
   readonly #strings: Strings;
+  #unread = false;
 
   /** `panel` is the chat; `focus` is where the focus goes when it opens. */
   constructor(host: HTMLElement, panel: HTMLElement, strings: Strings, focus: () => HTMLElement) {
@@ -48,9 +50,19 @@ export class Launcher {
     this.update();
   }
 
+  /** A message arrived: marked on the button while the panel is closed. */
+  arrived(): void {
+    if (!this.#host.hasAttribute('launcher') || this.open) return;
+    this.#unread = true;
+    this.update();
+  }
+
   /** The button's state and name, as the `open` attribute and the strings say. */
   update(): void {
+    if (this.open) this.#unread = false;
+    this.button.toggleAttribute('data-unread', this.#unread);
     this.button.setAttribute('aria-expanded', String(this.open));
-    this.button.setAttribute('aria-label', this.#strings.t(this.open ? 'closeChat' : 'openChat'));
+    const name = this.open ? 'closeChat' : this.#unread ? 'openChatUnread' : 'openChat';
+    this.button.setAttribute('aria-label', this.#strings.t(name));
   }
 }

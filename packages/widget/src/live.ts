@@ -12,6 +12,8 @@ export interface LiveHost {
   /** A turn of this widget is under way: its own messages come from its stream, not from this one. */
   busy(): boolean;
   scroll(): void;
+  /** A message was added to the log. */
+  arrived(): void;
   /** The conversation was handed to people, or back to the agent. */
   handedOver(who: 'agent' | 'humans'): void;
   ended(status: 'closed' | 'expired'): void;
@@ -134,5 +136,6 @@ export class LiveFollower {
     if (message.role !== 'user' && message.role !== 'assistant') return;
     host.log.append(messageNode(message, host.shown));
     host.scroll();
+    host.arrived();
   }
 }

@@ -99,6 +99,7 @@ export class ParleyChat extends HTMLElement {
       shown: this.#shown,
       busy: () => this.#busy,
       scroll: () => view.scroll(),
+      arrived: () => view.launcher.arrived(),
       handedOver: (who) => view.event(who === 'humans' ? 'handedToHumans' : 'handedBack'),
       ended: (status) => this.#showEnded(status),
     });

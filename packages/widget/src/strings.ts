@@ -52,6 +52,7 @@ export const DEFAULT_STRINGS = {
   more: '{count} more',
   waitingApproval: 'Waiting for approval…',
   openChat: 'Open the chat',
+  openChatUnread: 'Open the chat: new messages',
   closeChat: 'Close the chat',
 };
 
