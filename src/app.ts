@@ -245,8 +245,16 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.decorate('startup', startup);
   if (demo.warning && !deps.terminal) app.log.warn(demo.warning);
   if (demo.serve) {
-    const { conversations } = demo;
-    await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
+    const { conversations, provider } = demo;
+    await app.register(demoRoutes, {
+      store,
+      sessions,
+      tokens,
+      redis,
+      config: config.demo,
+      conversations,
+      provider,
+    });
   }
   const turns = new LiveTurns();
   await app.register(apiFamily, { store, config, catalogue, sessions, tokens, redis, turns, streams });
