@@ -44,6 +44,25 @@ perStore('the session list of an operator console', pgMissing, (t) => {
     assert.deepEqual(ids(await list(key, 'limit=2&offset=2')), [made[1], made[2]]);
   });
 
+  it('shows a key scoped to some agents only their sessions, through the filters and every cursor page', async () => {
+    const tenant = `t-${Math.random().toString(36).slice(2, 10)}`;
+    const key = await t.createKey(tenant);
+    const scoped = await t.createKey(tenant, ['desk']);
+    const desk: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      await createSession(t, 'shop', {}, key);
+      desk.unshift((await createSession(t, 'desk', {}, key)).id);
+    }
+    const handed = desk[0] ?? '';
+    assert.equal((await client(t, key).post(`/v1/agents/sessions/${handed}/handoff`, {})).statusCode, 200);
+    const first = await list(scoped, 'limit=2');
+    const rest = await list(scoped, `limit=2&cursor=${first.next_cursor}`);
+    assert.deepEqual([...ids(first), ...ids(rest)], desk);
+    assert.equal(rest.next_cursor, null);
+    assert.deepEqual(ids(await list(scoped, 'handled_by=humans')), [handed]);
+    assert.deepEqual(ids(await list(scoped, 'handled_by=agent&agent_id=shop')), []);
+  });
+
   it('filters by who handles the session, a waiting approval, the user reference and the last change', async () => {
     const key = await freshKey();
     const user = await createUser(t, { reference: 'crm-42' }, key);
