@@ -6,10 +6,8 @@
 // Retry-After and is not tried again before then.
 import { join } from 'node:path';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { z } from 'zod';
-import { AppError } from '../../errors.ts';
 import { pageHeaders, policyHeader } from '../server/page-headers.ts';
-import { acceptsGzip, buildWidget, etagMatches, WIDGET_RETRY_MS, type WidgetBundle } from './widget.ts';
+import { serveModule } from './widget.ts';
 
 export const CONSOLE_ENTRY = join(import.meta.dirname, '../../../packages/console/src/index.ts');
 
@@ -42,23 +40,13 @@ export interface ConsoleRoutesOptions {
 }
 
 export const consoleRoutes: FastifyPluginAsyncZod<ConsoleRoutesOptions> = async (app, options) => {
-  const entry = options.entry ?? CONSOLE_ENTRY;
-  const now = options.now ?? Date.now;
-  let built: Promise<WidgetBundle> | undefined;
-  let failedAt: number | undefined;
-  const bundle = (): Promise<WidgetBundle> => {
-    if (failedAt !== undefined) {
-      const waitMs = failedAt + WIDGET_RETRY_MS - now();
-      if (waitMs > 0) return Promise.reject(unavailable(waitMs));
-      failedAt = undefined;
-    }
-    built ??= buildWidget(entry).catch((err: unknown) => {
-      built = undefined;
-      failedAt = now();
-      throw unavailable(WIDGET_RETRY_MS, err);
-    });
-    return built;
-  };
+  serveModule(app, '/console.js', {
+    entry: options.entry ?? CONSOLE_ENTRY,
+    now: options.now,
+    what: 'The operator console',
+    // Same origin only: the console's module is not for other pages.
+    headers: { 'x-content-type-options': 'nosniff' },
+  });
 
   app.get('/console', { schema: { hide: true } }, async (_request, reply) =>
     pageHeaders(reply, CONSOLE_CSP)
@@ -66,40 +54,4 @@ export const consoleRoutes: FastifyPluginAsyncZod<ConsoleRoutesOptions> = async 
       .type('text/html; charset=utf-8')
       .send(CONSOLE_PAGE),
   );
-
-  app.get(
-    '/console.js',
-    {
-      schema: {
-        hide: true,
-        headers: z.object({
-          'if-none-match': z.string().optional(),
-          'accept-encoding': z.string().optional(),
-        }),
-      },
-    },
-    async (request, reply) => {
-      const code = await bundle().catch((err: unknown) => {
-        reply.header('cache-control', 'no-store');
-        throw err;
-      });
-      const gzip = acceptsGzip(request.headers['accept-encoding']);
-      const etag = gzip ? code.gzipEtag : code.etag;
-      reply.header('cache-control', 'no-cache').header('vary', 'accept-encoding').header('etag', etag);
-      // Same origin only: the console's module is not for other pages.
-      reply.header('x-content-type-options', 'nosniff');
-      if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
-      reply.type('text/javascript; charset=utf-8');
-      return gzip ? reply.header('content-encoding', 'gzip').send(code.gzip) : reply.send(code.code);
-    },
-  );
 };
-
-/** 503 service_unavailable, to retry after `waitMs`; `cause` (the build's error) is logged with the first. */
-function unavailable(waitMs: number, cause?: unknown): AppError {
-  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  return new AppError('service_unavailable', 'The operator console could not be built; retry later.', {
-    headers: { 'retry-after': String(seconds) },
-    cause,
-  });
-}

@@ -100,19 +100,49 @@ export interface WidgetRoutesOptions {
 }
 
 export const widgetRoutes: FastifyPluginAsyncZod<WidgetRoutesOptions> = async (app, options) => {
-  const entry = options.entry ?? WIDGET_ENTRY;
+  // A module script from another origin is fetched with CORS: the page embedding the chat is elsewhere.
+  serveModule(app, '/widget.js', {
+    entry: options.entry ?? WIDGET_ENTRY,
+    now: options.now,
+    what: 'The chat widget',
+    headers: { 'access-control-allow-origin': '*' },
+  });
+};
+
+export interface ModuleOptions {
+  entry: string;
+  now?: (() => number) | undefined;
+  /** What the module is, for the 503's message ("The chat widget"). */
+  what: string;
+  /** Headers of every answer, the 503 included (set before the build, so that it is readable too). */
+  headers?: Record<string, string>;
+}
+
+/**
+ * GET `path`: the module bundled from `entry` on the first request, then served from memory, plain or gzipped
+ * with its ETag. One build per process; a failed one is remembered until WIDGET_RETRY_MS after it, so that a
+ * broken install does not start a bundler at every request.
+ */
+export function serveModule(
+  app: Parameters<FastifyPluginAsyncZod>[0],
+  path: string,
+  options: ModuleOptions,
+): void {
   const now = options.now ?? Date.now;
-  // One build per process. A failed one is remembered until WIDGET_RETRY_MS after it: a broken install
-  // does not start a bundler at every request.
   let built: Promise<WidgetBundle> | undefined;
   let failedAt: number | undefined;
-  const widget = (): Promise<WidgetBundle> => {
+  const unavailable = (waitMs: number, cause?: unknown) =>
+    new AppError('service_unavailable', `${options.what} could not be built; retry later.`, {
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
+      cause,
+    });
+  const bundle = (): Promise<WidgetBundle> => {
     if (failedAt !== undefined) {
       const waitMs = failedAt + WIDGET_RETRY_MS - now();
       if (waitMs > 0) return Promise.reject(unavailable(waitMs));
       failedAt = undefined;
     }
-    built ??= buildWidget(entry).catch((err: unknown) => {
+    built ??= buildWidget(options.entry).catch((err: unknown) => {
       built = undefined;
       failedAt = now();
       throw unavailable(WIDGET_RETRY_MS, err);
@@ -121,7 +151,7 @@ export const widgetRoutes: FastifyPluginAsyncZod<WidgetRoutesOptions> = async (a
   };
 
   app.get(
-    '/widget.js',
+    path,
     {
       schema: {
         hide: true,
@@ -132,28 +162,17 @@ export const widgetRoutes: FastifyPluginAsyncZod<WidgetRoutesOptions> = async (a
       },
     },
     async (request, reply) => {
-      // A module script from another origin is fetched with CORS: the page embedding the chat is elsewhere.
-      // Set before the build, so that a 503 is readable there too.
-      reply.header('access-control-allow-origin', '*');
-      const bundle = await widget().catch((err: unknown) => {
+      reply.headers(options.headers ?? {});
+      const code = await bundle().catch((err: unknown) => {
         reply.header('cache-control', 'no-store');
         throw err;
       });
       const gzip = acceptsGzip(request.headers['accept-encoding']);
-      const etag = gzip ? bundle.gzipEtag : bundle.etag;
+      const etag = gzip ? code.gzipEtag : code.etag;
       reply.header('cache-control', 'no-cache').header('vary', 'accept-encoding').header('etag', etag);
       if (etagMatches(request.headers['if-none-match'], etag)) return reply.code(304).send();
       reply.type('text/javascript; charset=utf-8');
-      return gzip ? reply.header('content-encoding', 'gzip').send(bundle.gzip) : reply.send(bundle.code);
+      return gzip ? reply.header('content-encoding', 'gzip').send(code.gzip) : reply.send(code.code);
     },
   );
-};
-
-/** 503 service_unavailable, to retry after `waitMs`; `cause` (the build's error) is logged with the first. */
-function unavailable(waitMs: number, cause?: unknown): AppError {
-  const seconds = Math.max(1, Math.ceil(waitMs / 1000));
-  return new AppError('service_unavailable', 'The chat widget could not be built; retry later.', {
-    headers: { 'retry-after': String(seconds) },
-    cause,
-  });
 }
