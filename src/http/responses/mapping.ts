@@ -3,6 +3,8 @@
 // `function_call_output` items before its text, a `message` item, and `usage` is the reply's.
 
 import {
+  type FunctionToolParam,
+  type ResponseAnswerItem,
   type ResponseCreate,
   type ResponseObject,
   type ResponseOutputItem,
@@ -61,14 +63,21 @@ export function continuedSessionOf(body: unknown): string | null {
   return typeof previous === 'string' ? (parseResponseId(previous)?.sessionId ?? null) : null;
 }
 
-/** The request's input as the content of the user message, and where each block's file is named. */
-export function userContent(input: ResponseCreate['input']): {
-  content: string | BlockInput[];
-  fileAt: (i: number) => (string | number)[];
-} {
+/**
+ * What the request's input is: a user message (its content, and where each block's file is named), or the
+ * answers a paused response waits for (the schema allows nothing else).
+ */
+export function requestInput(
+  input: ResponseCreate['input'],
+):
+  | { content: string | BlockInput[]; fileAt: (i: number) => (string | number)[] }
+  | { answers: ResponseAnswerItem[] } {
   const fileAt = (i: number) => ['body', 'input', 0, 'content', i, 'file_id'];
   if (typeof input === 'string') return { content: input, fileAt };
-  const { content } = input[0];
+  const first = input[0];
+  if (!('role' in first))
+    return { answers: input.flatMap((item): ResponseAnswerItem[] => ('role' in item ? [] : [item])) };
+  const { content } = first;
   if (typeof content === 'string') return { content, fileAt };
   return {
     content: content.map(
@@ -170,7 +179,28 @@ export interface ResponseFacts {
   createdAt: number;
   previousResponseId: string | null;
   metadata: Record<string, string> | null;
+  /** The functions and instructions the request added (echoed as the specification asks); none when read. */
+  tools?: FunctionToolParam[] | null | undefined;
+  instructions?: string | null | undefined;
 }
+
+/** The functions a request declared, as the response's `tools` shows them (every field present). */
+export const toolsOf = (tools: FunctionToolParam[] | null | undefined) =>
+  (tools ?? []).map((t) => ({
+    type: 'function' as const,
+    name: t.name,
+    description: t.description ?? null,
+    parameters: t.parameters ?? null,
+    strict: t.strict ?? null,
+  }));
+
+/** The functions a request declared, as the turn gives them to the model. */
+export const functionsOf = (tools: FunctionToolParam[] | null | undefined) =>
+  (tools ?? []).map((t) => ({
+    name: t.name,
+    description: t.description ?? '',
+    input_schema: t.parameters ?? { type: 'object', properties: {} },
+  }));
 
 /** The response object of a turn: in progress (no result yet) or as `result` ended it. */
 export function responseObject(
@@ -194,10 +224,11 @@ export function responseObject(
     incomplete_details: incomplete ? { reason: incomplete } : null,
     model: facts.agentId,
     previous_response_id: facts.previousResponseId,
-    instructions: null,
+    instructions: facts.instructions || null,
     output,
     error: status === 'failed' ? { code: 'server_error', message: 'The model call failed.' } : null,
     ...responseSettings,
+    tools: toolsOf(facts.tools),
     usage: usage
       ? {
           input_tokens: usage.input_tokens,
