@@ -57,7 +57,7 @@ export interface Handoff {
 /**
  * `decide` takes decisions on a paused turn's calls, `resume` moves a paused turn on (expired calls denied, a
  * decided turn continued), `cancel` ends a running or paused turn, `handoff` hands the session to people or
- * back to the agent.
+ * back to the agent, `metadata` replaces the session's metadata.
  */
 export type OperationKind =
   | 'send'
@@ -67,7 +67,8 @@ export type OperationKind =
   | 'decide'
   | 'resume'
   | 'cancel'
-  | 'handoff';
+  | 'handoff'
+  | 'metadata';
 
 /**
  * An operation as the machine sees it: which one, of what kind, and the Idempotency-Key and request

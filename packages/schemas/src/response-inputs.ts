@@ -204,3 +204,4 @@ export const responseCreate = z
 
 export type ResponseCreate = z.infer<typeof responseCreate>;
 export type ResponseAnswerItem = z.infer<typeof responseAnswerItem>;
+export type ResponseInputMessage = z.infer<typeof responseInputMessage>;

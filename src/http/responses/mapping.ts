@@ -6,6 +6,7 @@ import {
   type FunctionToolParam,
   type ResponseAnswerItem,
   type ResponseCreate,
+  type ResponseInputMessage,
   type ResponseObject,
   type ResponseOutputItem,
   responseSettings,
@@ -77,17 +78,18 @@ export function requestInput(
   const first = input[0];
   if (!('role' in first))
     return { answers: input.flatMap((item): ResponseAnswerItem[] => ('role' in item ? [] : [item])) };
-  const { content } = first;
-  if (typeof content === 'string') return { content, fileAt };
-  return {
-    content: content.map(
-      (part): BlockInput =>
-        part.type === 'input_text'
-          ? { type: 'text', text: part.text }
-          : { type: part.type === 'input_image' ? 'image' : 'file', file_id: part.file_id },
-    ),
-    fileAt,
-  };
+  return { content: userContent(first.content), fileAt };
+}
+
+/** A user message item's content as the content of a Parley message. */
+export function userContent(content: ResponseInputMessage['content']): string | BlockInput[] {
+  if (typeof content === 'string') return content;
+  return content.map(
+    (part): BlockInput =>
+      part.type === 'input_text'
+        ? { type: 'text', text: part.text }
+        : { type: part.type === 'input_image' ? 'image' : 'file', file_id: part.file_id },
+  );
 }
 
 /** A response's status for a reply's stop_reason, with why an incomplete one stopped. */
