@@ -1,6 +1,6 @@
 // The Open Responses routes from Python, with the official `openai` package installed by pip into a virtual
-// environment (test/helpers/python.ts): it creates a response, streams one and continues the conversation
-// (test/fixtures/openai_check.py). Without Python or the package the test is skipped with the reason, except
+// environment (test/helpers/python.ts): it creates a response, streams one, continues the conversation and
+// makes a round trip of a function it declares (test/fixtures/openai_check.py). Without Python or the package the test is skipped with the reason, except
 // under CI=true, where that is a failure.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -20,7 +20,7 @@ const t = useSessionApp({
   },
 });
 
-test('the Python openai package creates a response, streams one and continues the conversation', async (c) => {
+test('the Python openai package creates a response, streams one, continues the conversation and answers a function call', async (c) => {
   const env = await pythonWithOpenAi();
   if ('reason' in env) {
     if (process.env.CI === 'true') throw new Error(`${env.reason}. Under CI=true that is a failure.`);
@@ -35,6 +35,7 @@ test('the Python openai package creates a response, streams one and continues th
     texts: string[];
     deltas: string;
     conversations: string[];
+    function: { asked: [string, string]; answered: [boolean, string, string] };
   };
   assert.deepEqual(seen.conversations, [seen.conversation, seen.conversation]);
   const stored = await allMessages(t, seen.conversation);
@@ -47,4 +48,8 @@ test('the Python openai package creates a response, streams one and continues th
     stored.map(textOf).filter((_, i) => i % 2 === 1),
   );
   assert.equal(seen.deltas, seen.texts[1]);
+  assert.deepEqual(seen.function.asked, ['completed', 'get_time']);
+  const [sameTurn, status, text] = seen.function.answered;
+  assert.ok(sameTurn && status === 'completed');
+  assert.match(text, /get_time ok "noon"/);
 });
