@@ -14,7 +14,7 @@ import type { TurnObserver } from './operation-context.ts';
 import type { SessionEntry } from './resident-actors.ts';
 import type { SessionHost } from './session-host.ts';
 import { type Authorize, type BlockInput, contentBlocks } from './session-inputs.ts';
-import { type Approval, approvalOf } from './step-approvals.ts';
+import { type Approval, approvalOf, functionNames } from './step-approvals.ts';
 
 export class TurnActions {
   protected readonly options: { store: Store; host: SessionHost };
@@ -135,6 +135,12 @@ export class TurnActions {
     const payload = { messages, reply: false, replyId: newId('msg') };
     const result = await this.options.host.submit(entry, { id: newId('turn'), kind: 'send', payload });
     return this.options.store.turnMessages(sessionId, result.turn_id);
+  }
+
+  /** The names of the functions the client declared for the session's paused turn, if one is paused. */
+  async pausedFunctions(sessionId: string): Promise<ReadonlySet<string>> {
+    const entry = await this.options.host.entry(sessionId);
+    return functionNames(entry?.actor.getSnapshot().context.paused?.extras);
   }
 
   /** The id of the session's paused turn, if it has one (its actor is activated to tell). */

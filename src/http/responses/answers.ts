@@ -61,9 +61,10 @@ export async function answeredStep(
 }
 
 /**
- * The output of a turn after step `after`: the results of that step's calls that were decided (an approved
- * call's, a denied one's; not the outputs the client sent, `sent`), each later call as a `function_call`
- * item with its `function_call_output` once it has a result, then the reply's message, if there is one yet.
+ * The output of a turn after step `after`: that step's calls still waiting and the results of those decided
+ * (an approved call's, a denied one's; not the outputs the client sent for its `functions`), each later call
+ * as a `function_call` item with its `function_call_output` once it has a result, then the reply's message,
+ * if there is one yet.
  */
 export async function turnOutput(
   store: Store,
@@ -71,12 +72,11 @@ export async function turnOutput(
   turnId: string,
   after: number,
   reply: PublicMessage | null,
-  sent: ReadonlySet<string> = new Set(),
+  functions: ReadonlySet<string> = new Set(),
 ): Promise<ResponseOutputItem[]> {
   const calls = await store.turnToolCalls(sessionId, turnId);
   const items: ResponseOutputItem[] = [];
   for (const c of calls) {
-    if (c.step < after || (c.step === after && (c.decision === null || sent.has(c.id)))) continue;
     const done = c.status === 'ok' || c.status === 'error';
     const { call, output } = toolItems({
       call_id: c.id,
@@ -85,8 +85,12 @@ export async function turnOutput(
       output: c.output,
       done,
     });
+    // The answered step: the calls still waiting (told again: the response waits for them), and the results
+    // of those decided since (not the outputs of the client's functions: the client sent them).
+    if (c.step === after && c.status === 'awaiting_approval') items.push(call);
+    if (c.step < after || (c.step === after && c.decision === null)) continue;
     if (c.step > after) items.push(call);
-    if (output) items.push(output);
+    if (output && !(functions.has(c.name) && c.decision !== null)) items.push(output);
   }
   if (reply) {
     const status = statusOf(reply.stop_reason).status === 'incomplete' ? 'incomplete' : 'completed';

@@ -74,8 +74,11 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
     const { sessionId, facts, decisions } = o;
     const turnId = answeredTurn(facts.previousResponseId);
     const step = await answeredStep(store, sessionId, turnId, decisions);
-    // The calls whose output the client sent: it has them, they are not told back.
-    const sent = new Set(decisions.flatMap((d) => (d.output === undefined ? [] : [d.call_id])));
+    // The client's functions: their outputs are the client's own, never told back.
+    const functions = new Set([
+      ...(await sessions.pausedFunctions(sessionId)),
+      ...(facts.tools ?? []).map((t) => t.name),
+    ]);
     const decide = (observer?: TurnObserver) =>
       sessions.decide(tenantOf(request), sessionId, turnId, decisions, {
         authorize: keyAuthorize(request),
@@ -99,12 +102,12 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
             after: null,
             pingMs,
             replayed,
-            from: { step, answered: sent },
+            from: { step, functions },
           }),
       });
     }
     const result = await decide();
-    const output = await turnOutput(store, sessionId, turnId, step, result.agent_message, sent);
+    const output = await turnOutput(store, sessionId, turnId, step, result.agent_message, functions);
     return reply.code(200).send(answerObject({ ...facts, turnId }, result, output));
   };
 

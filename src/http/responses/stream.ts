@@ -40,8 +40,8 @@ class ResponseLogWriter {
   #messages = 0;
   /** The calls shown (or passed over) so far, by call id. */
   readonly #shown = new Set<string>();
-  /** The calls whose output the client sent: their results are its own, not told back. */
-  readonly #answered: ReadonlySet<string>;
+  /** The client's functions: the outputs it sent for them are its own, not told back. */
+  readonly #functions: ReadonlySet<string>;
   /** The step whose pause this stream starts after (the answer to it); null: the whole turn. */
   readonly #fromStep: number | null;
   /** The index of the log's first item this stream tells; null until the log has started. */
@@ -52,14 +52,14 @@ class ResponseLogWriter {
     sse: SseStream,
     facts: Facts,
     after: number | null,
-    from: { step: number; answered: ReadonlySet<string> } | null,
+    from: { step: number; functions: ReadonlySet<string> } | null,
   ) {
     this.#log = log;
     this.#sse = sse;
     this.#facts = facts;
     this.#after = after ?? -1;
     this.#fromStep = from?.step ?? null;
-    this.#answered = from?.answered ?? new Set();
+    this.#functions = from?.functions ?? new Set();
   }
 
   /** Where the stream starts in the log: after the answered pause (the log holds it once started), else 0. */
@@ -101,7 +101,7 @@ class ResponseLogWriter {
       // nor is the result the client sent for its function.
       if (!done && this.#shown.has(call.call_id)) continue;
       this.#shown.add(call.call_id);
-      if (this.#items < this.#from || (done && this.#answered.has(call.call_id))) continue;
+      if (this.#items < this.#from || (done && this.#functions.has(call.name))) continue;
       const items = toolItems({ ...call, done });
       const whole = done ? items.output : items.call;
       if (whole) this.#item(whole);
@@ -177,6 +177,20 @@ class ResponseLogWriter {
     return responseObject({ ...this.#facts, turnId: this.#log.turnId }, result, [...this.#output]);
   }
 
+  /**
+   * An answer that left calls of the step waiting (an output or a decision not sent yet): they are told again,
+   * so that the response ends with every call it still waits for.
+   */
+  #stillWaiting(): void {
+    const last = this.#log.items.findLast((item) => 'pause' in item);
+    if (!last || !('pause' in last)) return;
+    const told = new Set(this.#output.flatMap((item) => ('call_id' in item ? [item.call_id] : [])));
+    for (const a of last.pause.approvals) {
+      if (told.has(a.call_id)) continue;
+      this.#item(toolItems({ call_id: a.call_id, name: a.tool, input: a.input, done: false }).call);
+    }
+  }
+
   /** Whether the turn's last pause waits only for calls to the client's functions. */
   #waitsForFunctions(): boolean {
     const last = this.#log.items.findLast((item) => 'pause' in item);
@@ -187,6 +201,7 @@ class ResponseLogWriter {
   #finish(): void {
     this.#done = true;
     const end = this.#log.end;
+    if (end && 'paused' in end && this.#fromStep !== null) this.#stillWaiting();
     let response: ResponseObject;
     if (end && 'ok' in end) response = this.#response(end.ok);
     else if (end && 'error' in end) {
@@ -229,8 +244,8 @@ export function answerWithResponses(
     after: number | null;
     pingMs: number;
     replayed?: boolean;
-    /** An answer's stream: after the pause of `step`, without the outputs the client sent (`answered`). */
-    from?: { step: number; answered: ReadonlySet<string> };
+    /** An answer's stream: after the pause of `step`, without the outputs the client sent for `functions`. */
+    from?: { step: number; functions: ReadonlySet<string> };
   },
 ): FastifyReply {
   const sse = new SseStream(options.pingMs);

@@ -163,6 +163,48 @@ for (const kind of storeKinds) {
       );
     });
 
+    test('an answer that leaves a call waiting ends with that call again, plain and streamed', async (t) => {
+      if (skip) return t.skip(skip);
+      const client = app.openai();
+      const both = `[[tool:get_weather {"city":"Paris"}]] [[tool:get_weather {"city":"Rome"}]] Both?`;
+      const first = await client.responses.create({ model: 'demo', input: both, tools: [weather] });
+      const calls = first.output.flatMap((item) => (item.type === 'function_call' ? [item] : []));
+      assert.equal(calls.length, 2);
+      const [paris, rome] = calls;
+      assert.ok(paris && rome);
+      const output = (call: typeof paris, text: string) => ({
+        type: 'function_call_output' as const,
+        call_id: call.call_id,
+        output: text,
+      });
+      const half = valid(
+        await client.responses.create({
+          model: 'demo',
+          previous_response_id: first.id,
+          input: [output(paris, 'sun')],
+        }),
+      );
+      assert.equal(half.status, 'completed');
+      assert.deepEqual(
+        half.output.map((item) => (item.type === 'function_call' ? item.call_id : item.type)),
+        [rome.call_id],
+      );
+      const rest = await drain(
+        await client.responses.create({
+          model: 'demo',
+          previous_response_id: first.id,
+          input: [output(rome, 'rain')],
+          stream: true,
+        }),
+      );
+      const done = valid(finalOf(rest));
+      assert.deepEqual(
+        done.output.map((item) => item.type),
+        ['message'],
+      );
+      assert.match(JSON.stringify(done.output), /get_weather ok \\"sun\\"; get_weather ok \\"rain\\"/);
+    });
+
     test('the pause is committed: a restarted app takes the output and the turn answers', async (t) => {
       if (skip) return t.skip(skip);
       const first = await app
