@@ -101,6 +101,7 @@ const refusals: Partial<Record<CallState, string>> = {
   not_a_function:
     'This tool call is not a call to a function the request declared: approve or deny it instead.',
   awaits_output: "This call to a client's function waits for its output, not an approval.",
+  expired: 'This tool call is not waiting: its time ran out, and it was denied.',
 };
 
 type CallState =
@@ -128,7 +129,8 @@ function stateOf(
   if (!call) return 'unknown';
   if (!call.approver) return 'not_asked';
   if (by === 'user' && call.approver === 'operator') return 'forbidden';
-  if (d.output !== undefined && call.status !== 'awaiting_approval') return 'decided';
+  const expired = call.decided_by === 'system' && call.decision_reason === 'expired';
+  if (d.output !== undefined && call.status !== 'awaiting_approval') return expired ? 'expired' : 'decided';
   if (d.output !== undefined && !isFunction) return 'not_a_function';
   if (isFunction && d.approved && d.output === undefined) return 'awaits_output';
   if (call.status === 'awaiting_approval') return 'waiting';
@@ -137,5 +139,5 @@ function stateOf(
     call.decision === (d.approved ? 'approved' : 'denied') &&
     (call.decision_reason ?? null) === d.reason;
   if (same) return 'repeated';
-  return call.decided_by === 'system' && call.decision_reason === 'expired' ? 'expired' : 'decided';
+  return expired ? 'expired' : 'decided';
 }
