@@ -23,6 +23,7 @@ import { type ClusterMetrics, createClusterMetrics } from './cluster/cluster-met
 import { type Coordinator, LocalCoordinator } from './cluster/coordinator.ts';
 import type { Config } from './config.ts';
 import { apiFamily } from './http/api/family.ts';
+import { consoleRoutes } from './http/open/console.ts';
 import { demoKeyCount, demoRoutes } from './http/open/demo.ts';
 import { demoSetup } from './http/open/demo-setup.ts';
 import { operationsRoutes } from './http/open/operations.ts';
@@ -233,6 +234,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   await registerOpenApi(app);
   await app.register(operationsRoutes, { store, coordinator });
   await app.register(widgetRoutes);
+  await app.register(consoleRoutes);
   const startup: StartupFacts = {
     store: describeStore(config),
     agents: [...catalogue.keys()],
@@ -243,11 +245,19 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   app.decorate('startup', startup);
   if (demo.warning && !deps.terminal) app.log.warn(demo.warning);
   if (demo.serve) {
-    const { conversations } = demo;
-    await app.register(demoRoutes, { store, sessions, tokens, redis, config: config.demo, conversations });
+    const { conversations, provider } = demo;
+    await app.register(demoRoutes, {
+      store,
+      sessions,
+      tokens,
+      redis,
+      config: config.demo,
+      conversations,
+      provider,
+    });
   }
   const turns = new LiveTurns();
-  await app.register(apiFamily, { store, config, sessions, tokens, redis, turns, streams });
+  await app.register(apiFamily, { store, config, catalogue, sessions, tokens, redis, turns, streams });
   await app.register(responsesFamily, { store, config, sessions, redis, turns });
   const bounded = demo.bounds;
   await app.register(publicFamily, {

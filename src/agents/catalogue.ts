@@ -29,6 +29,8 @@ const duration = z.union([
 const agentFields = z.strictObject({
   id: agentIdSchema,
   name: z.string().min(1).max(200).optional(),
+  /** What the agent is for, as GET /v1/agents shows it (an operator console's list); never sent to the model. */
+  description: z.string().min(1).max(2000).optional(),
   instructions: z.string().max(100_000).default(''),
   provider: z.enum(['scripted', 'openai', 'openai-compatible', 'anthropic']).default('scripted'),
   /**

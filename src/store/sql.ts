@@ -2,16 +2,8 @@
 // once here, for either dialect; fixed one-line lookups stay in each store's modules, in its own dialect.
 // Where the dialects differ inside a shared statement, the two Dialect objects below say how.
 import { feedbackRow, idempotencyRow, toolCallRow, userChanges } from './new-rows.ts';
-import { type SqlValue, sessionColumns } from './rows.ts';
-import type {
-  Feedback,
-  FileFilter,
-  PageRequest,
-  SessionFilter,
-  SessionWrite,
-  UserFields,
-  UserFilter,
-} from './store.ts';
+import type { SqlValue } from './rows.ts';
+import type { Feedback, FileFilter, PageRequest, SessionWrite, UserFields, UserFilter } from './store.ts';
 
 export interface Dialect {
   /** The placeholder of the n-th parameter, counting from 1. */
@@ -151,25 +143,6 @@ export function fileUsage(d: Dialect, tenantId: string, sessionId: string | null
 }
 
 // --- sessions
-
-export function listSessions(
-  d: Dialect,
-  tenantId: string,
-  filter: SessionFilter,
-  page: PageRequest,
-): Statement {
-  const q = new Query(d);
-  const where = [`s.tenant_id = ${q.param(tenantId)}`];
-  if (filter.status !== undefined) where.push(`s.status = ${q.param(filter.status)}`);
-  if (filter.agent_id !== undefined) where.push(`s.agent_id = ${q.param(filter.agent_id)}`);
-  if (filter.user_id !== undefined) where.push(`s.user_id = ${q.param(filter.user_id)}`);
-  if (filter.agent_ids !== undefined) {
-    // One JSON parameter instead of a variable IN list keeps the statement the same (SQLite caches it).
-    where.push(d.inJsonArray('s.agent_id', q.param(JSON.stringify(filter.agent_ids)), 'text'));
-  }
-  return q.statement(`SELECT ${sessionColumns} FROM sessions s LEFT JOIN users u ON u.id = s.user_id
-    ${q.paged(where, `s.created_at DESC, s.${d.rowOrder} DESC`, page)}`);
-}
 
 export function sessionsDueForExpiry(
   d: Dialect,
@@ -349,6 +322,13 @@ export function toolCallStatements(d: Dialect, write: SessionWrite, at: string):
 }
 
 // --- feedback
+
+/** The feedback of these sessions (none for a session without). */
+export function feedbackOf(d: Dialect, sessionIds: readonly string[]): Statement {
+  const q = new Query(d);
+  const ids = d.inJsonArray('session_id', q.param(JSON.stringify(sessionIds)), 'text');
+  return q.statement(`SELECT * FROM feedback WHERE ${ids}`);
+}
 
 /** Stores a conversation's feedback, replacing an earlier one but keeping its id; returns the row. */
 export function upsertFeedback(

@@ -4,7 +4,7 @@
 
 import type { z } from 'zod';
 import type { approvalSchema, conversationSchema } from '#schemas';
-import type { SessionRecord, StoredFile } from './store.ts';
+import type { Feedback, SessionRecord, StoredFile } from './store.ts';
 
 /** A tool call waiting for a decision, as the records list it. */
 type Approval = z.output<typeof approvalSchema>;
@@ -39,3 +39,11 @@ export const toConversation = (
 
 /** A file as a front-end sees its conversation's files: no metadata, no session. */
 export const toConversationFile = ({ metadata: _m, session_id: _s, ...file }: StoredFile) => file;
+
+/** The conversation's feedback as both families show it (what the public feedback route answers). */
+export const feedbackView = ({ id, score, submitted_at, comment }: Feedback) => ({
+  id,
+  score,
+  submitted_at,
+  comment,
+});

@@ -72,7 +72,8 @@ describe('the widget', { skip: browserSkip }, () => {
         ['text', 'image'],
       );
 
-      // Feedback: offered after a reply, 0–10 and a comment.
+      // Feedback: asked for with the header's button (the page sets feedback="button"), 0–10 and a comment.
+      await chat.getByRole('button', { name: 'Rate this conversation' }).click();
       await chat.getByRole('radio', { name: '9' }).check();
       await chat.getByPlaceholder('Comment (optional)').fill('Quick and clear');
       await chat.getByRole('button', { name: 'Send feedback' }).click();

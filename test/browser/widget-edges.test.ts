@@ -260,7 +260,7 @@ describe('the widget, when things go wrong', { skip: browserSkip }, () => {
       const reply = 'Hello! You said: "Move me while you answer, please". Context: page: "demo".';
       await chat.locator('.msg.assistant:not([data-streaming])').waitFor();
       await waitInPage(page, READY);
-      assert.deepEqual(await chat.locator('.msg .text').allTextContents(), [
+      assert.deepEqual(await chat.locator('.msg:not(.greeting) .text').allTextContents(), [
         'Move me while you answer, please',
         reply,
       ]);

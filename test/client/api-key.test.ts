@@ -34,7 +34,7 @@ async function documentedOperations(): Promise<Operation[]> {
   };
   const operations: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths)) {
-    if (!path.startsWith('/v1/agents/')) continue;
+    if (path !== '/v1/agents' && !path.startsWith('/v1/agents/')) continue;
     for (const [method, op] of Object.entries(
       item as Record<string, { parameters?: { in: string; name: string }[] }>,
     )) {
@@ -100,16 +100,34 @@ describe('the API-key family', () => {
     const content = await api.downloadFile(file.id);
     assert.deepEqual(new Uint8Array(await content.arrayBuffer()), bytes);
 
+    assert.ok((await api.agents()).some((a) => a.id === 'demo' && a.provider === 'scripted'));
     const session = await api.createSession('demo', { user: { id: user.id }, context: { plan: 'pro' } });
     const listedSessions = await api.listSessions({
       status: 'active',
       agent_id: 'demo',
       user_id: user.id,
+      user_reference: 'crm-7',
+      handled_by: 'agent',
+      pending_approval: false,
+      updated_after: '2000-01-01T00:00:00Z',
       limit: 5,
       offset: 0,
     });
     assert.deepEqual(
       listedSessions.items.map((s) => s.id),
+      [session.id],
+    );
+    assert.equal(listedSessions.next_cursor, null);
+    const newer = await api.createSession('demo');
+    const newest = await api.listSessions({ limit: 1 });
+    assert.deepEqual(
+      newest.items.map((s) => s.id),
+      [newer.id],
+    );
+    assert.ok(newest.next_cursor);
+    const next = await api.listSessions({ cursor: newest.next_cursor, limit: 1 });
+    assert.deepEqual(
+      next.items.map((s) => s.id),
       [session.id],
     );
     assert.equal((await api.getSession(session.id)).context.plan, 'pro');

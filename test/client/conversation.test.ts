@@ -189,6 +189,15 @@ describe('asking for a human', () => {
     const stored = await conv.send('still there?');
     assert.deepEqual(stored, { status: 'handled_by_humans', agent_message: null, handled_by: 'humans' });
     assert.equal((await conv.get()).messages_count, 1);
+    // Streamed, the send is told as its stored message alone, and the stream ends there.
+    const told = await collect(conv.stream('anyone?'));
+    assert.deepEqual(
+      told.map((e) => e.event),
+      ['message.created'],
+    );
+    const [created] = told;
+    assert.ok(created?.event === 'message.created');
+    assert.deepEqual(created.data.message.content, [{ type: 'text', text: 'anyone?' }]);
   });
 });
 

@@ -91,6 +91,8 @@ export interface Session {
   metadata: Record<string, unknown>;
   /** The session's usage totals (docs/guides/usage.md). */
   usage?: Record<string, number>;
+  /** The end user's feedback, null without (shown when created, read or listed). */
+  feedback?: { id: string; score: number; comment: string | null; submitted_at: string } | null;
 }
 
 /** Request shortcuts authenticated with `key` (default: the tenant t1 key for every agent, read when sending). */

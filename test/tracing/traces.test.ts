@@ -227,9 +227,17 @@ describe('traces of one process', () => {
     await must(service, 'POST', `/v1/agents/sessions/${sessionId}/turns/${turn.id}/approvals`, {
       decisions: [{ call_id: callId, approved: true }],
     });
-    const spans = await receiver.waitFor((all) =>
-      all.some((s) => s.name === 'parley.approval' && s.attributes['parley.session'] === sessionId),
-    );
+    const decidingRoute = 'POST /v1/agents/sessions/:session_id/turns/:turn_id/approvals';
+    // The deciding request's span ends after the approval's, and may come in a later export: wait for both.
+    const spans = await receiver.waitFor((all) => {
+      const found = all.find(
+        (s) => s.name === 'parley.approval' && s.attributes['parley.session'] === sessionId,
+      );
+      return (
+        found !== undefined &&
+        all.some((s) => s.traceId === found.traceId && s.name === decidingRoute && s.kind === SERVER)
+      );
+    });
     const approval = spans.find(
       (s) => s.name === 'parley.approval' && s.attributes['parley.session'] === sessionId,
     ) as ReceivedSpan;
@@ -242,11 +250,7 @@ describe('traces of one process', () => {
       'parley.approval.decision': 'approved',
     });
     // It sits in the trace of the request that decided it.
-    const decided = spanNamed(
-      inTrace(spans, approval.traceId),
-      'POST /v1/agents/sessions/:session_id/turns/:turn_id/approvals',
-      (s) => s.kind === SERVER,
-    );
+    const decided = spanNamed(inTrace(spans, approval.traceId), decidingRoute, (s) => s.kind === SERVER);
     assert.ok(ancestry(spans, approval).includes(decided));
   });
 

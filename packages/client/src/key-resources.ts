@@ -1,8 +1,9 @@
-// The API-key family's resources beside sessions: users, files and webhooks, one method per route. ParleyClient
+// The API-key family's resources beside sessions: agents, users, files and webhooks, one method per route. ParleyClient
 // (parley-client.ts) extends this with sessions, their turns and conversations; split only to keep each file
 // short, the two are one client.
 import { seg, type Transport } from './transport.ts';
 import type {
+  Agent,
   CreatedWebhook,
   FileListQuery,
   FilePage,
@@ -25,6 +26,19 @@ export class KeyResources {
 
   constructor(transport: Transport) {
     this.t = transport;
+  }
+
+  // Agents
+
+  /** GET /v1/agents: the agents this key may use, with their tools, approvals and handoff settings. */
+  async agents(o: Signal = {}): Promise<Agent[]> {
+    const list: { items: Agent[] } = await this.t.json({
+      method: 'GET',
+      path: '/v1/agents',
+      idempotent: true,
+      ...o,
+    });
+    return list.items;
   }
 
   // Users

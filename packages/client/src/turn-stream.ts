@@ -26,11 +26,16 @@ const KNOWN_EVENTS: Record<AnyTurnEvent['event'], true> = {
   'turn.awaiting_approval': true,
   'turn.cancelled': true,
   'turn.failed': true,
+  'message.created': true,
 };
 const known = new Set(Object.keys(KNOWN_EVENTS));
 
-/** The events after which the server ends the stream: the turn ended, or waits for decisions. */
+/**
+ * The events after which the server ends the stream: the turn ended, or waits for decisions, or people handle
+ * the session (the user's message is stored, no model answers).
+ */
 const LAST_EVENTS = new Set<AnyTurnEvent['event']>([
+  'message.created',
   'turn.completed',
   'turn.failed',
   'turn.cancelled',

@@ -3,6 +3,7 @@
 // z.output for what an answer holds. A schema change changes these types, and the typecheck then names every
 // use that breaks.
 import type {
+  agentSchema,
   approvalSchema,
   ConversationEvent as ConversationStreamEvent,
   ConversationTurnEvent,
@@ -34,6 +35,7 @@ import type {
   runResult,
   sessionCreate,
   sessionListQuery,
+  sessionPage,
   sessionSchema,
   sessionStatus,
   sessionTokenSchema,
@@ -142,6 +144,8 @@ export type TurnEvent = ConversationTurnEvent;
 export type ConversationEvent = ConversationStreamEvent;
 
 // Server-side family (API key)
+/** An agent as GET /v1/agents shows it: provider, tools and who approves them, handoff. */
+export type Agent = z.output<typeof agentSchema>;
 export type User = z.output<typeof userSchema>;
 /** The fields of a user to create or update; each given field replaces the stored value. */
 export type UserFields = z.input<typeof userFields>;
@@ -159,8 +163,12 @@ export type WebhookDeliveryPage = PageOf<typeof webhookDeliverySchema>;
 export type Session = z.output<typeof sessionSchema>;
 /** `{ user?, context?, metadata? }`: a session's (or a conversation's) creation. */
 export type SessionCreate = z.input<typeof sessionCreate>;
-export type SessionPage = PageOf<typeof sessionSchema>;
-/** `status`, `agent_id`, `user_id`, `limit`, `offset`. */
+/** A page of sessions: pass `next_cursor` as `cursor` for the next (or `next_offset` as `offset`). */
+export type SessionPage = z.output<typeof sessionPage>;
+/**
+ * `status`, `agent_id`, `user_id`, `user_reference`, `handled_by` (`agent` or `humans`), `pending_approval`,
+ * `updated_after` (ISO 8601, exclusive); `limit`, and `cursor` (a `next_cursor`) or `offset`.
+ */
 export type SessionListQuery = ListQuery<typeof sessionListQuery>;
 /** A message with its metadata and tool calls, as the API key sees it. */
 export type Message = z.output<typeof messageSchema>;

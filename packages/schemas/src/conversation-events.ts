@@ -40,9 +40,12 @@ function event<N extends (typeof CONVERSATION_EVENT_NAMES)[number], D extends z.
 /** Every event of the stream, discriminated by `event`, showing messages as `message` does. */
 export function conversationEventSchema<M extends z.ZodType>(message: M) {
   type TurnEvent = ReturnType<typeof turnEventSchema<M, typeof usageSchema>>['options'][number];
-  type Told = Exclude<TurnEvent, { shape: { event: z.ZodLiteral<'message.delta'> } }>;
+  // message.created is told here with a turn_id that is null for a message of no turn (an operator's).
+  type Told = Exclude<TurnEvent, { shape: { event: z.ZodLiteral<'message.delta' | 'message.created'> } }>;
   const turnEvents = turnEventSchema(message, usageSchema)
-    .options.filter((o): o is Told => o.shape.event.value !== 'message.delta')
+    .options.filter(
+      (o): o is Told => o.shape.event.value !== 'message.delta' && o.shape.event.value !== 'message.created',
+    )
     .map((o) => o.extend({ id: placeId }));
   const sessionEnd = z.object({ session_id: z.string(), reason: z.string().nullable() });
   return z.union([

@@ -69,25 +69,6 @@ export const feedbackRequest = z
   })
   .meta({ id: 'FeedbackCreate', examples: [{ score: 9, comment: 'Quick and clear' }] });
 
-export const feedbackSchema = z
-  .object({
-    id: z.string(),
-    score: z.number().int(),
-    submitted_at: timestamp,
-    comment: z.string().nullable(),
-  })
-  .meta({
-    id: 'Feedback',
-    examples: [
-      {
-        id: 'fb_JoGBbL2IqHxmRKAUYuqtq',
-        score: 9,
-        submitted_at: '2026-03-02T09:19:42.560Z',
-        comment: 'Quick and clear',
-      },
-    ],
-  });
-
 export const inactivityRequest = z
   .strictObject({ step: z.enum(['warning', 'final']) })
   .meta({ id: 'InactivityCreate', examples: [{ step: 'warning' }] });

@@ -1,5 +1,6 @@
 // @parley/schemas: every schema of Parley's HTTP API in zod, the one contract of the wire. The server
 // validates requests and describes its OpenAPI document with them; @parley/client takes its types from them.
+export * from './agents.ts';
 export * from './approvals.ts';
 export * from './chat.ts';
 export * from './common.ts';

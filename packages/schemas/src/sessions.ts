@@ -3,7 +3,7 @@
 // conversations).
 import { z } from 'zod';
 import { approvalSchema } from './approvals.ts';
-import { jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
+import { dateTimeQuery, jsonObject, KiB, metadataSchema, pageQuery, text, timestamp } from './common.ts';
 import { SESSION_STATUSES } from './enums.ts';
 import { usageTotalsSchema } from './usage.ts';
 import { userExample, userReference } from './users.ts';
@@ -87,6 +87,26 @@ export const handbackRequest = z
   .optional()
   .meta({ examples: [{}] });
 
+/** A conversation's feedback (one per conversation; a second submission replaces the first). */
+export const feedbackSchema = z
+  .object({
+    id: z.string(),
+    score: z.number().int(),
+    submitted_at: timestamp,
+    comment: z.string().nullable(),
+  })
+  .meta({
+    id: 'Feedback',
+    examples: [
+      {
+        id: 'fb_JoGBbL2IqHxmRKAUYuqtq',
+        score: 9,
+        submitted_at: '2026-03-02T09:19:42.560Z',
+        comment: 'Quick and clear',
+      },
+    ],
+  });
+
 export const sessionSchema = z
   .object({
     id: z.string(),
@@ -114,6 +134,10 @@ export const sessionSchema = z
     usage: usageTotalsSchema.optional().meta({
       description: "What the session's model calls cost (the server-side family shows it)",
     }),
+    feedback: feedbackSchema.nullable().optional().meta({
+      description:
+        "The end user's feedback (POST …/feedback of the conversation), null without; shown when the session is created, read or listed",
+    }),
   })
   .meta({ id: 'Session', examples: [sessionExample] });
 
@@ -122,8 +146,41 @@ export const sessionListQuery = z.object({
   status: sessionStatus.optional(),
   agent_id: z.string().max(64).optional(),
   user_id: z.string().max(200).optional(),
+  user_reference: z
+    .string()
+    .min(1)
+    .max(200)
+    .optional()
+    .meta({ description: "The user's reference, exactly" }),
+  handled_by: handledBy.optional(),
+  pending_approval: z
+    .enum(['true', 'false'])
+    .transform((v) => v === 'true')
+    .optional()
+    .meta({
+      description: '`true`: only sessions with a tool call waiting for a decision; `false`: only the others',
+    }),
+  updated_after: dateTimeQuery.optional().meta({ description: 'Only sessions changed after this instant' }),
+  cursor: z.string().min(1).max(200).optional().meta({
+    description: 'A `next_cursor` of the previous page: the page after it (then leave `offset` out)',
+  }),
   ...pageQuery,
 });
+
+/** A page of sessions: `next_cursor` (and, paging by offset, `next_offset`) is null on the last one. */
+export const sessionPage = z
+  .object({
+    items: z.array(sessionSchema),
+    next_offset: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ description: 'Paging by offset: the next one; null with a cursor' }),
+    next_cursor: z.string().nullable().meta({
+      description: 'Opaque: pass it as `cursor` for the next page, unchanged by sessions created since',
+    }),
+  })
+  .meta({ id: 'SessionPage' });
 
 export const terminateRequest = z
   .strictObject({ reason: text().max(500).nullable().optional() })

@@ -19,6 +19,7 @@ export const TURN_EVENT_NAMES = [
   'turn.awaiting_approval',
   'turn.cancelled',
   'turn.failed',
+  'message.created',
 ] as const;
 
 const turnId = z.string().meta({ description: 'The turn, `turn_…`' });
@@ -136,6 +137,11 @@ export function turnEventSchema<M extends z.ZodType, U extends z.ZodType>(messag
       }),
       'The last event of a turn that ended without a reply; the user message stays stored',
     ),
+    event(
+      'message.created',
+      z.object({ turn_id: turnId, session_id: z.string(), message }),
+      "Only while people handle the session: the user's message is stored and no model answers; the stream's only event",
+    ),
   ]);
 }
 
@@ -152,7 +158,7 @@ export type ConversationTurnEvent = z.output<
 /** The 200 answer of a streamed send, for the OpenAPI document. */
 export const sseResponse = {
   description:
-    'Server-Sent Events: turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed, or turn.cancelled); a turn whose calls wait for decisions tells tool.approval_requested and ends with turn.awaiting_approval',
+    'Server-Sent Events (while people handle the session, only message.created): turn.started, message.delta… (with tool.started and tool.completed between the steps of an agent that calls tools, where the caller sees tool calls), message.completed, turn.completed (or turn.failed, or turn.cancelled); a turn whose calls wait for decisions tells tool.approval_requested and ends with turn.awaiting_approval',
   content: {
     'text/event-stream': {
       // Each event of the stream is one of these (the message is the family's: with metadata for an API key).

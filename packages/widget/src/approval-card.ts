@@ -3,6 +3,7 @@
 // Deny buttons. The element sends the decision; while one is on its way every card's buttons are disabled, and
 // a decided card says what was decided.
 import type { Approval } from '@parley/client';
+import type { Strings } from './strings.ts';
 import { h } from './view.ts';
 
 /** At most this many lines of an input are shown, each value cut at VALUE_CHARS characters. */
@@ -24,7 +25,7 @@ function valueText(value: unknown): string {
 }
 
 /** A call's input as `[label, value]` lines: an object's fields, or the one value it is. */
-export function summarize(input: unknown): [string, string][] {
+export function summarize(input: unknown, more: (count: number) => string): [string, string][] {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     return input === undefined ? [] : [['input', valueText(input)]];
   }
@@ -32,7 +33,7 @@ export function summarize(input: unknown): [string, string][] {
   const lines = entries
     .slice(0, MAX_LINES)
     .map(([key, value]): [string, string] => [cut(key, 40), valueText(value)]);
-  if (entries.length > MAX_LINES) lines.push(['…', `${entries.length - MAX_LINES} more`]);
+  if (entries.length > MAX_LINES) lines.push(['…', more(entries.length - MAX_LINES)]);
   return lines;
 }
 
@@ -50,8 +51,10 @@ interface Card {
 export class ApprovalCards {
   readonly #cards = new Map<string, Card>();
   readonly #decide: Decide;
+  readonly #strings: Strings;
 
-  constructor(decide: Decide) {
+  constructor(strings: Strings, decide: Decide) {
+    this.#strings = strings;
     this.#decide = decide;
   }
 
@@ -92,7 +95,8 @@ export class ApprovalCards {
   /** Marks the call decided (its buttons go, a line says what was decided). */
   decided(callId: string, approved: boolean): void {
     const card = this.#cards.get(callId);
-    if (card) this.#settle(card, approved ? 'approved' : 'denied', approved ? 'Approved' : 'Denied');
+    if (card)
+      this.#settle(card, approved ? 'approved' : 'denied', this.#strings.t(approved ? 'approved' : 'denied'));
   }
 
   /**
@@ -102,7 +106,7 @@ export class ApprovalCards {
   clear(remove = false): void {
     for (const card of this.#cards.values()) {
       if (remove) card.el.remove();
-      else if (card.el.dataset.state === 'waiting') this.#settle(card, 'ended', 'Not run');
+      else if (card.el.dataset.state === 'waiting') this.#settle(card, 'ended', this.#strings.t('notRun'));
     }
     this.#cards.clear();
   }
@@ -118,21 +122,24 @@ export class ApprovalCards {
   #card(approval: Approval): Card {
     const name = toolLabel(approval.tool);
     const titleId = `parley-approval-${approval.call_id}`;
-    const lines = summarize(approval.input);
-    const button = (approved: boolean, label: string) =>
+    const t = this.#strings;
+    const lines = summarize(approval.input, (count) => t.t('more', { count }));
+    const button = (approved: boolean) =>
       h(
         'button',
         {
           type: 'button',
           class: approved ? 'primary' : undefined,
-          part: `${label.toLowerCase()}-button`,
-          'aria-label': `${label} ${name}`,
+          part: `${approved ? 'approve' : 'deny'}-button`,
+          'aria-label': t.t(approved ? 'approveTool' : 'denyTool', { name }),
           onclick: () => this.#decide(approval, approved),
         },
-        label,
+        t.t(approved ? 'approve' : 'deny'),
       );
-    const approve = button(true, 'Approve');
-    const deny = button(false, 'Deny');
+    const approve = button(true);
+    const deny = button(false);
+    // The tool's name is strong wherever the string puts it.
+    const [before = '', after = ''] = t.t('allow').split('{name}');
     const el = h(
       'div',
       {
@@ -142,7 +149,7 @@ export class ApprovalCards {
         'aria-labelledby': titleId,
         'data-state': 'waiting',
       },
-      h('p', { id: titleId }, 'Allow ', h('strong', {}, name), '?'),
+      h('p', { id: titleId }, before, h('strong', {}, name), after),
       lines.length === 0
         ? null
         : h(

@@ -2,7 +2,8 @@
 // Stop button while a turn runs), the attach button, the attachments (each uploaded as soon as it is chosen, under a chip that removes it), and the draft
 // a send that stored nothing gives back, which keeps its Idempotency-Key. The element decides when to send.
 import { newIdempotencyKey, type ParleyConversation } from '@parley/client';
-import { fileChip, h } from './view.ts';
+import type { Strings } from './strings.ts';
+import { type Block, fileChip, h, type KnownFile } from './view.ts';
 
 /** An attachment chosen for the next message. */
 export interface Pending {
@@ -14,6 +15,14 @@ export interface Pending {
   /** Stops the upload when the chip is removed (or the widget restarts). */
   abort: AbortController;
   removed: boolean;
+}
+
+/** A message ready to send: its words, its attachments as blocks, the key it is sent under. */
+export interface Outgoing {
+  text: string;
+  attachments: Pending[];
+  blocks: Block[];
+  idempotencyKey: string;
 }
 
 /** A message given back to the composer after a send that stored nothing, with the key it was sent under. */
@@ -40,15 +49,15 @@ export class Composer {
     id: 'parley-input',
     part: 'input',
     rows: '1',
-    placeholder: 'Write a message…',
     'aria-describedby': 'parley-hint',
   });
-  readonly send = h('button', { type: 'submit', class: 'primary', part: 'send-button' }, 'Send');
-  readonly attach = h('button', { type: 'button', part: 'attach-button', 'aria-label': 'Attach files' });
+  readonly send = h('button', { type: 'submit', class: 'primary', part: 'send-button' });
+  readonly attach = h('button', { type: 'button', part: 'attach-button' });
   readonly #picker = h('input', { type: 'file', multiple: true, hidden: true, tabindex: '-1' });
   /** The chips of the attachments chosen. */
-  readonly list = h('div', { class: 'pending', part: 'attachments', 'aria-label': 'Attachments' });
+  readonly list = h('div', { class: 'pending', part: 'attachments' });
   readonly form: HTMLFormElement;
+  readonly #strings: Strings;
   #pending: Pending[] = [];
   /** The draft a failed send gave back: sent again unchanged, it keeps its Idempotency-Key. */
   #draft: Draft | null = null;
@@ -56,7 +65,12 @@ export class Composer {
   #running = false;
   #stopping = false;
 
-  constructor(hooks: ComposerHooks) {
+  constructor(hooks: ComposerHooks, strings: Strings) {
+    this.#strings = strings;
+    strings.bind(this.input, 'placeholder', 'placeholder');
+    strings.bind(this.attach, 'attach', 'aria-label');
+    strings.bind(this.list, 'attachments', 'aria-label');
+    this.#label();
     // A constant of ours, not text from anyone: the paperclip (Feather's path, MIT), drawn in the text colour.
     this.attach.innerHTML = PAPERCLIP;
     this.form = h(
@@ -64,7 +78,7 @@ export class Composer {
       { class: 'composer', part: 'composer' },
       this.attach,
       this.#picker,
-      h('label', { class: 'sr-only', for: 'parley-input' }, 'Message'),
+      strings.bind(h('label', { class: 'sr-only', for: 'parley-input' }), 'message'),
       this.input,
       this.send,
     );
@@ -111,21 +125,36 @@ export class Composer {
     const focused = this.send.matches(':focus');
     this.#running = on;
     this.#stopping = on && stopping;
-    this.send.textContent = on ? 'Stop' : 'Send';
+    this.#label();
     this.send.classList.toggle('primary', !on);
     this.send.classList.toggle('stop', on);
-    if (on) this.send.setAttribute('aria-label', 'Stop the reply');
-    else this.send.removeAttribute('aria-label');
     this.send.disabled = this.#stopping || (!on && this.input.disabled);
     // A disabled button loses the focus: it goes to the message box, where the next message is typed.
     if (focused && this.send.disabled) this.input.focus();
+  }
+
+  /** The send button's words: Send, or Stop (with a fuller name) while a turn runs. */
+  #label(): void {
+    const t = this.#strings;
+    this.send.textContent = t.t(this.#running ? 'stop' : 'send');
+    if (this.#running) this.send.setAttribute('aria-label', t.t('stopReply'));
+    else this.send.removeAttribute('aria-label');
+  }
+
+  /** The strings changed: the send button follows (bound text follows by itself). */
+  relabel(): void {
+    this.#label();
   }
 
   /** Uploads `file` at once under a chip; `failed` is told when the upload fails (its chip is gone then). */
   addAttachment(file: File, conv: ParleyConversation, failed: (err: unknown) => void): void {
     const image = file.type.startsWith('image/');
     const url = image ? URL.createObjectURL(file) : undefined;
-    const remove = h('button', { type: 'button', 'aria-label': `Remove ${file.name}` }, '×');
+    const remove = h(
+      'button',
+      { type: 'button', 'aria-label': this.#strings.t('remove', { name: file.name }) },
+      '×',
+    );
     const chip = fileChip(file.name, remove);
     chip.dataset.state = 'uploading';
     const abort = new AbortController();
@@ -172,6 +201,30 @@ export class Composer {
       const fileId = ids[i];
       return attachment.removed || !fileId ? [] : [{ attachment, fileId }];
     });
+  }
+
+  /**
+   * The composer's message once its attachments finished uploading (their files remembered in `files`), taken
+   * out of the composer: null when nothing is left to send, 'failed' when an upload failed (its error shown, its
+   * chip gone). An attachment chosen meanwhile waits for the next message.
+   */
+  async take(text: string, files: Map<string, KnownFile>): Promise<Outgoing | 'failed' | null> {
+    let uploaded: { attachment: Pending; fileId: string }[];
+    try {
+      uploaded = await Composer.uploaded([...this.#pending]);
+    } catch {
+      return 'failed';
+    }
+    const attachments = uploaded.map((u) => u.attachment);
+    const blocks: Block[] = uploaded.map(({ attachment: p, fileId }) => {
+      files.set(fileId, { name: p.name, ...(p.url ? { url: p.url } : {}) });
+      return { type: p.image ? 'image' : 'file', file_id: fileId };
+    });
+    if (text === '' && attachments.length === 0) return null;
+    if (text !== '') blocks.unshift({ type: 'text', text });
+    const idempotencyKey = this.keyFor(text, attachments);
+    this.sent(text, attachments);
+    return { text, attachments, blocks, idempotencyKey };
   }
 
   /**

@@ -1,21 +1,22 @@
 // <parley-chat>: one conversation of the public family in an open shadow root. It loads the earlier messages,
-// streams replies delta by delta, uploads attachments, shows tool steps, asks the user to approve or deny the
-// tool calls that wait for them, stops a running turn, offers NPS feedback and terminate,
-// runs the inactivity steps when asked to, and shows a closed or expired conversation as such. All HTTP goes
-// through @parley/client (token refresh and resuming a dropped stream included). This file is the element's
-// life and what it does when; how it looks (chat-view.ts), the composer, a turn's rendering, the feedback and
-// the end controls have files of their own.
+// streams replies, follows what others add (an operator's replies, the handoff: live.ts), uploads attachments,
+// shows tool steps and the calls that wait for the user's decision, stops a turn, offers feedback and terminate,
+// runs the inactivity steps, shows an ended conversation as such and, when the page can, starts a new one. All
+// HTTP goes through @parley/client. This file is the element's life and what it does when; its parts (how it
+// looks, the composer, a turn, the live stream, feedback, strings, end controls) have files of their own.
 // Moved in the page (disconnected, then connected again) or reloaded, it reloads the conversation and resumes
 // the reply that was arriving, or shows again the calls the turn waits for.
-import { type Approval, type ParleyConversation, ParleyError } from '@parley/client';
+import { type ParleyConversation, ParleyError } from '@parley/client';
 import { ChatView } from './chat-view.ts';
-import { Composer, type Pending } from './composer.ts';
+import { Composer } from './composer.ts';
 import { connect, conversationKey, type LiveTurn, rememberedTurn, rememberTurn } from './connect.ts';
 import { EndControls } from './end-controls.ts';
 import { FeedbackOffer } from './feedback-form.ts';
 import { Inactivity } from './idle-timer.ts';
+import { LiveFollower } from './live.ts';
+import { Strings, type WidgetStrings } from './strings.ts';
 import { TurnControl } from './turn-control.ts';
-import { type Block, type KnownFile, messageNode } from './view.ts';
+import { type KnownFile, messageNode, type Shown } from './view.ts';
 
 /** Codes that mean the conversation no longer takes messages. */
 const ENDED: Record<string, 'closed' | 'expired'> = { session_closed: 'closed', session_expired: 'expired' };
@@ -30,10 +31,20 @@ export class ParleyChat extends HTMLElement {
     'token',
     'inactivity-warning-after',
     'inactivity-final-after',
+    'strings',
+    'feedback',
+    'launcher',
+    'open',
+    'greeting',
   ];
 
   /** Called for a fresh session token when the current one expires; your server mints it with its API key. */
   refreshToken: (() => Promise<string>) | undefined;
+  /**
+   * Called by the "new conversation" button shown once a conversation has ended: your server starts one and
+   * mints its token; the widget then shows it. Without it the button is not shown.
+   */
+  newConversation: (() => Promise<{ conversationId: string; token: string }>) | undefined;
 
   #conv: ParleyConversation | null = null;
   /** Aborted when the element restarts or leaves the page: ends the stream and ignores late answers. */
@@ -44,63 +55,100 @@ export class ParleyChat extends HTMLElement {
   #turn: LiveTurn | null = null;
   #restartQueued = false;
   readonly #idle = new Inactivity(this, (step) => this.#inactivityStep(step));
+  readonly #strings = new Strings();
+  readonly #shown: Shown = { files: this.#files, strings: this.#strings };
 
-  readonly #composer = new Composer({
-    submit: () => void this.#submit(),
-    stop: () => void this.#control.stop(),
-    choose: (file) => this.#addAttachment(file),
-  });
+  readonly #composer = new Composer(
+    {
+      submit: () => void this.#submit(),
+      stop: () => void this.#control.stop(),
+      choose: (file) => this.#addAttachment(file),
+    },
+    this.#strings,
+  );
   readonly #endControls = new EndControls(
     () => void this.#end(),
     () => this.#ended !== null,
+    this.#strings,
   );
   readonly #feedback = new FeedbackOffer({
-    ended: () => this.#ended !== null,
+    strings: this.#strings,
+    mode: () => this.getAttribute('feedback'),
+    shown: () => this.#view.scroll(true),
     dismissed: () => (this.#ended === null ? this.#composer.input : this.#view.log).focus(),
     fail: (err) => this.#fail(err),
   });
   readonly #view: ChatView;
   /** The turn under way: its rendering, approval cards, decisions and Stop (turn-control.ts). */
   readonly #control: TurnControl;
+  readonly #live: LiveFollower;
 
   constructor() {
     super();
-    const parts = { composer: this.#composer, endControls: this.#endControls, feedback: this.#feedback.slot };
+    const parts = {
+      composer: this.#composer,
+      endControls: this.#endControls,
+      feedback: this.#feedback,
+      strings: this.#strings,
+      startOver: () => void this.#startOver(),
+    };
     const view = new ChatView(this.attachShadow({ mode: 'open' }), parts, () => this.#active());
     this.#view = view;
+    this.#live = new LiveFollower({
+      log: view.log,
+      shown: this.#shown,
+      busy: () => this.#busy,
+      scroll: () => view.scroll(),
+      arrived: () => view.launcher.arrived(),
+      handedOver: (who) => view.event(who === 'humans' ? 'handedToHumans' : 'handedBack'),
+      ended: (status) => this.#showEnded(status),
+    });
     this.#control = new TurnControl({
       conv: () => this.#conv,
       life: () => this.#life.signal,
       log: view.log,
       notice: view.notice,
       error: view.error,
-      files: this.#files,
+      shown: this.#shown,
+      // No reply is awaited while people handle the conversation: they answer when they can.
+      typing: (on) => view.typing(on && this.#live.handledBy === 'agent'),
       composer: this.#composer,
       scroll: (force) => view.scroll(force),
       started: (turnId, userMessageId) =>
         this.#setTurn({ conversation: conversationKey(this), turnId, userMessageId }),
-      completed: (status) => {
-        if (status !== 'active') this.#showEnded(status);
-        else this.#offerFeedback();
-      },
+      completed: (status) => status !== 'active' && this.#showEnded(status),
       fail: (err) => this.#fail(err),
       over: () => this.#turnEnded(),
     });
   }
 
+  /** The page's strings (see strings.ts for the keys); the `strings` attribute sets them as JSON. */
+  get strings(): WidgetStrings {
+    return this.#strings.own;
+  }
+
+  set strings(own: WidgetStrings) {
+    this.#strings.set(own);
+    // What is not bound to a key follows by hand.
+    this.#composer.relabel();
+    this.#view.launcher.update();
+  }
+
   connectedCallback(): void {
+    this.#view.launcher.update();
     this.#queueRestart();
   }
 
   disconnectedCallback(): void {
     this.#life.abort();
+    this.#live.stop();
     this.#idle.stop();
     // Connected again, the widget starts over from the server: nothing local is kept meanwhile.
     this.#dropLocalFiles();
   }
 
   attributeChangedCallback(name: string, before: string | null, after: string | null): void {
-    if (before === after || !this.isConnected) return;
+    if (before === after || this.#setting(name, after) || !this.isConnected) return;
     if (name === 'token' && this.#conv && this.#ended === null) {
       // A fresh token for the same conversation: keep what is shown, use the token from the next call on.
       this.#conv = this.#connect();
@@ -112,6 +160,15 @@ export class ParleyChat extends HTMLElement {
       return;
     }
     this.#queueRestart();
+  }
+
+  /** The attributes that change only how the widget looks or speaks: true when `name` is one of them. */
+  #setting(name: string, value: string | null): boolean {
+    if (name === 'strings') this.strings = Strings.parse(value, (e) => this.#fail(e)) as WidgetStrings;
+    else if (name === 'feedback') this.#feedback.update();
+    else if (name === 'launcher' || name === 'open') this.#view.launcher.update();
+    else return false;
+    return true;
   }
 
   /** Several attributes set in a row start the conversation once. */
@@ -140,19 +197,21 @@ export class ParleyChat extends HTMLElement {
     this.#turn = null;
     this.#control.reset(true);
     this.#idle.stop();
-    this.#view.clear();
-    this.#feedback.reset();
+    this.#live.stop();
+    this.#view.clear(this.getAttribute('greeting'));
     this.#ended = null;
     this.#dropLocalFiles();
     this.#busy = false;
     this.#setEnabled(false);
     if (!this.getAttribute('conversation-id') || !this.getAttribute('token')) {
-      this.#view.notice.textContent = 'No conversation yet.';
+      this.#view.notice.textContent = this.#strings.t('noConversation');
       this.#conv = null;
+      this.#feedback.reset(null);
       return;
     }
     const conv = this.#connect();
     this.#conv = conv;
+    this.#feedback.reset((choice) => conv.feedback(choice));
     this.#idle.reread();
     try {
       const record = await conv.get({ signal: life.signal });
@@ -160,11 +219,13 @@ export class ParleyChat extends HTMLElement {
       const offset = Math.max(0, record.messages_count - HISTORY);
       const page = await conv.messages({ offset, limit: HISTORY }, { signal: life.signal });
       if (life.signal.aborted) return;
-      for (const message of page.items) this.#view.log.append(messageNode(message, this.#files));
+      for (const message of page.items) this.#view.log.append(messageNode(message, this.#shown));
       this.#view.scroll(true);
+      this.#live.handledBy = record.handled_by;
       // Opened already ended: said so, without asking for feedback again.
       if (record.status !== 'active') return this.#showEnded(record.status, false);
       this.#setEnabled(true);
+      this.#live.start(conv, life.signal, page.items.at(-1));
       // The interrupted turn's message is the newest stored: its reply is not, so the turn is followed again.
       // So is a turn waiting for decisions that this tab never saw (sent in another tab or on another device).
       const last = page.items.at(-1);
@@ -179,7 +240,8 @@ export class ParleyChat extends HTMLElement {
               userMessageId: last?.id,
             };
       if (turn && last?.id === turn.userMessageId && mine instanceof HTMLElement) {
-        return await this.#follow(conv, turn, mine, life.signal, record.pending_approvals);
+        this.#busy = true;
+        return await this.#control.follow(turn.turnId, mine, record.pending_approvals);
       }
       rememberTurn(this, null);
       this.#idle.restart();
@@ -188,36 +250,11 @@ export class ParleyChat extends HTMLElement {
     }
   }
 
-  /** Shows a turn already sent, from its start: its events replace nothing, as its reply is not shown yet. */
-  async #follow(
-    conv: ParleyConversation,
-    turn: LiveTurn,
-    mine: HTMLElement,
-    life: AbortSignal,
-    pending: readonly Approval[],
-  ): Promise<void> {
-    this.#busy = true;
-    this.#composer.send.disabled = true;
-    try {
-      let events = conv.resume(turn.turnId, { signal: life });
-      await this.#control.render(events, mine);
-      // A pause whose calls were decided meanwhile (in another tab): the turn went on, and so does its replay.
-      while (this.#control.passed(pending)) {
-        const after = events.lastEventId;
-        events = conv.resume(turn.turnId, { after, signal: life });
-        await this.#control.goOn(events);
-        if (events.lastEventId === after) break;
-      }
-    } catch (err) {
-      if (!life.aborted) this.#fail(err);
-    } finally {
-      if (!life.aborted) this.#control.partEnded();
-    }
-  }
-
   /** After a turn's events (or their failure): the composer is the user's again. */
   #turnEnded(): void {
     this.#busy = false;
+    // What others added during the turn, unless the turn showed it.
+    this.#live.flush();
     this.#setTurn(null);
     this.#control.reset();
     this.#view.log.removeAttribute('aria-busy');
@@ -254,16 +291,24 @@ export class ParleyChat extends HTMLElement {
   }
 
   #showEnded(status: string, askFeedback = true): void {
+    // Told once, whoever tells it first (the stream's session.closed, or the answer to End).
+    const first = this.#ended === null;
     this.#ended = status === 'expired' ? 'expired' : 'closed';
     this.#idle.stop();
-    this.#view.showEnded(this.#ended, this.#busy);
-    if (askFeedback) this.#offerFeedback(true);
+    this.#live.stop();
+    this.#view.showEnded(this.#ended, this.#busy, this.newConversation !== undefined);
+    if (!first) return;
+    if (askFeedback) this.#feedback.atEnd();
     this.dispatchEvent(new CustomEvent('parley-closed', { detail: { status: this.#ended } }));
   }
 
-  #offerFeedback(atEnd = false): void {
-    const conv = this.#conv;
-    if (conv) this.#feedback.offer((choice) => conv.feedback(choice), atEnd);
+  /** The "new conversation" button: the page's callback names one, which the widget then shows. */
+  async #startOver(): Promise<void> {
+    const next = await this.newConversation?.().catch((err: unknown) => void this.#fail(err));
+    if (!next) return;
+    this.setAttribute('conversation-id', next.conversationId);
+    this.setAttribute('token', next.token);
+    this.#composer.input.focus();
   }
 
   #addAttachment(file: File): void {
@@ -282,32 +327,20 @@ export class ParleyChat extends HTMLElement {
     composer.send.disabled = true;
     this.#view.error.textContent = '';
     this.#idle.stop();
-    // The attachments chosen so far: one chosen while they finish uploading waits for the next message.
-    const chosen = [...composer.pending];
-    let uploaded: { attachment: Pending; fileId: string }[];
-    try {
-      uploaded = await Composer.uploaded(chosen);
-    } catch {
-      // The failed upload's chip is gone and its error shown; the message waits for the user.
-      if (!life.aborted) this.#turnEnded();
-      return;
-    }
+    const out = await composer.take(text, this.#files);
     if (life.aborted) return;
-    const attachments = uploaded.map((u) => u.attachment);
-    const blocks: Block[] = uploaded.map(({ attachment: p, fileId }) => {
-      this.#files.set(fileId, { name: p.name, ...(p.url ? { url: p.url } : {}) });
-      return { type: p.image ? 'image' : 'file', file_id: fileId };
-    });
-    if (text === '' && attachments.length === 0) return this.#turnEnded();
-    if (text !== '') blocks.unshift({ type: 'text', text });
-    const idempotencyKey = composer.keyFor(text, attachments);
-    composer.sent(text, attachments);
-    const mine = messageNode({ role: 'user', content: blocks }, this.#files);
+    // Nothing to send after all, or an upload failed (its error shown): the message waits for the user.
+    if (out === null || out === 'failed') return this.#turnEnded();
+    const { attachments, blocks, idempotencyKey } = out;
+    const mine = messageNode({ role: 'user', content: blocks }, this.#shown);
     this.#view.log.append(mine);
     this.#view.scroll(true);
     try {
       const input = attachments.length === 0 ? text : { content: blocks };
-      await this.#control.render(conv.stream(input, { signal: life, idempotencyKey }), mine);
+      const options = { signal: life, idempotencyKey };
+      // People answer: the message is stored and no turn runs, so there is nothing to stream.
+      if (this.#live.handledBy === 'humans') mine.dataset.stored = (await conv.send(input, options)).status;
+      else await this.#control.render(conv.stream(input, options), mine);
     } catch (err) {
       if (life.aborted) return;
       if (mine.dataset.stored === undefined) {
@@ -334,7 +367,8 @@ export class ParleyChat extends HTMLElement {
     try {
       const result = await conv.inactivity(step);
       if (life.aborted) return;
-      this.#view.log.append(messageNode(result.message, this.#files));
+      // The stream may have shown it first.
+      if (!this.#live.has(result.message.id)) this.#view.log.append(messageNode(result.message, this.#shown));
       this.#view.scroll();
       if (result.conversation_status !== 'active') this.#showEnded(result.conversation_status);
     } catch (err) {

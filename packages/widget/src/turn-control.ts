@@ -6,7 +6,7 @@ import type { Approval, ParleyConversation, ParleyError, TurnEvent } from '@parl
 import { ApprovalCards } from './approval-card.ts';
 import type { Composer } from './composer.ts';
 import { TurnView } from './turn-view.ts';
-import type { KnownFile } from './view.ts';
+import type { Shown } from './view.ts';
 
 /** What the element gives the turn: where it is shown, the client, and who hears what. */
 export interface TurnHost {
@@ -16,7 +16,9 @@ export interface TurnHost {
   log: HTMLElement;
   notice: HTMLElement;
   error: HTMLElement;
-  files: ReadonlyMap<string, KnownFile>;
+  shown: Shown;
+  /** The typing indicator: a reply is awaited before its first words. */
+  typing(on: boolean): void;
   composer: Composer;
   scroll(force?: boolean): void;
   /** The turn has started: its message is stored. */
@@ -36,10 +38,14 @@ export class TurnControl {
   #deciding = false;
   /** From the turn's start until it is over. */
   #running = false;
-  readonly #cards = new ApprovalCards((approval, approved) => void this.decide(approval, approved));
+  readonly #cards: ApprovalCards;
 
   constructor(host: TurnHost) {
     this.#host = host;
+    this.#cards = new ApprovalCards(
+      host.shown.strings,
+      (approval, approved) => void this.decide(approval, approved),
+    );
   }
 
   /** Renders a new turn's events; `mine` is the user's bubble. */
@@ -47,7 +53,8 @@ export class TurnControl {
     const host = this.#host;
     this.#view = new TurnView(mine, {
       log: host.log,
-      files: host.files,
+      shown: host.shown,
+      typing: (on) => host.typing(on),
       scroll: () => host.scroll(),
       started: (turnId, userMessageId) => {
         this.#running = true;
@@ -58,7 +65,7 @@ export class TurnControl {
         this.#paused = true;
         this.#cards.show(approvals, host.log);
         // Calls only the integrator may decide are not shown: the turn goes on once they are decided.
-        host.notice.textContent = approvals.length === 0 ? 'Waiting for approval…' : '';
+        host.notice.textContent = approvals.length === 0 ? host.shown.strings.t('waitingApproval') : '';
         host.scroll(true);
       },
       completed: (status) => {
@@ -71,6 +78,32 @@ export class TurnControl {
       },
     });
     return this.#view.render(events);
+  }
+
+  /**
+   * Shows a turn already sent (interrupted by a reload, or waiting for decisions), from its start: its events
+   * replace nothing, as its reply is not shown yet. `pending` are the calls the record says still wait.
+   */
+  async follow(turnId: string, mine: HTMLElement, pending: readonly Approval[]): Promise<void> {
+    const conv = this.#host.conv();
+    const life = this.#host.life();
+    if (!conv) return;
+    this.#host.composer.send.disabled = true;
+    try {
+      let events = conv.resume(turnId, { signal: life });
+      await this.render(events, mine);
+      // A pause whose calls were decided meanwhile (in another tab): the turn went on, and so does its replay.
+      while (this.passed(pending)) {
+        const after = events.lastEventId;
+        events = conv.resume(turnId, { after, signal: life });
+        await this.goOn(events);
+        if (events.lastEventId === after) break;
+      }
+    } catch (err) {
+      if (!life.aborted) this.#host.fail(err);
+    } finally {
+      if (!life.aborted) this.partEnded();
+    }
   }
 
   /** Renders a further stream of the turn under way (a resume after its pause) into the same reply. */

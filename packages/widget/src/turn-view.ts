@@ -4,12 +4,14 @@
 // turn that waits for decisions is shown in parts (its first stream, then each decision's): one TurnView
 // renders them all into the same reply. The element hears the turn start, pause and end.
 import { type Approval, type ConversationMessage, ParleyError, type TurnEvent } from '@parley/client';
-import { fillMessage, h, type KnownFile, messageNode, settleTool, toolNode } from './view.ts';
+import { fillMessage, h, messageNode, type Shown, settleTool, toolNode } from './view.ts';
 
 /** Where a turn is shown, and who hears about it. */
 export interface TurnScreen {
   log: HTMLElement;
-  files: ReadonlyMap<string, KnownFile>;
+  shown: Shown;
+  /** The reply is awaited (`true`, before its first words) or no longer: the typing indicator. */
+  typing(on: boolean): void;
   /** Follows the reply when the reader is at the bottom. */
   scroll(): void;
   /** The turn has started: its message is stored. */
@@ -44,9 +46,11 @@ export class TurnView {
 
   /** Renders one stream of the turn's events (its send, a resume, or a decision's continuation). */
   async render(events: AsyncIterable<TurnEvent>): Promise<void> {
+    this.#screen.typing(!this.#text);
     try {
       for await (const ev of events) this.show(ev);
     } finally {
+      this.#screen.typing(false);
       this.settle();
     }
   }
@@ -63,6 +67,10 @@ export class TurnView {
 
   show(ev: TurnEvent): void {
     const { log } = this.#screen;
+    // The reply's first words (or the turn's pause or end) replace the typing indicator.
+    if (ev.event !== 'turn.started' && ev.event !== 'tool.started' && ev.event !== 'tool.completed') {
+      this.#screen.typing(false);
+    }
     switch (ev.event) {
       case 'turn.started': {
         // The same turn starting again (after an interruption) replays its reply from the start.
@@ -70,7 +78,11 @@ export class TurnView {
         this.#turnId = ev.data.turn_id;
         const mine = this.#mine;
         mine.dataset.stored = '';
-        if (ev.data.user_message) mine.dataset.id = ev.data.user_message.id;
+        // The stored message names it, and gives its time.
+        if (ev.data.user_message) {
+          this.#twinOf(mine, ev.data.user_message.id)?.remove();
+          fillMessage(mine, ev.data.user_message, this.#screen.shown);
+        }
         this.#screen.started(this.#turnId, ev.data.user_message?.id ?? mine.dataset.id);
         // Screen readers hear the reply once it is complete, not word by word.
         log.setAttribute('aria-busy', 'true');
@@ -83,7 +95,7 @@ export class TurnView {
         this.#screen.scroll();
         break;
       case 'tool.started': {
-        const step = toolNode(ev.data.name);
+        const step = toolNode(ev.data.name, this.#screen.shown.strings);
         this.#tools.set(ev.data.call_id, step);
         log.insertBefore(step, this.#reply);
         this.#screen.scroll();
@@ -91,7 +103,7 @@ export class TurnView {
       }
       case 'tool.completed': {
         const step = this.#tools.get(ev.data.call_id);
-        if (step) settleTool(step, ev.data.name, ev.data.status);
+        if (step) settleTool(step, ev.data.name, ev.data.status, this.#screen.shown.strings);
         break;
       }
       case 'message.completed':
@@ -129,25 +141,35 @@ export class TurnView {
 
   /** The stored reply is the reference: it replaces the text gathered from the deltas. */
   #completed(message: ConversationMessage): void {
+    // The conversation's stream may have shown the reply already (a send whose answer was lost, sent again).
+    const twin = this.#twinOf(this.#reply, message.id);
+    if (twin && this.#reply) twin.remove();
+    else if (twin) this.#reply = twin;
     if (this.#reply) {
-      fillMessage(this.#reply, message, this.#screen.files);
+      fillMessage(this.#reply, message, this.#screen.shown);
       delete this.#reply.dataset.streaming;
     } else {
-      this.#reply = messageNode(message, this.#screen.files);
+      this.#reply = messageNode(message, this.#screen.shown);
       this.#screen.log.append(this.#reply);
     }
     this.#text = null;
     this.#screen.scroll();
   }
 
+  /** Another bubble of the log showing the message `id`. */
+  #twinOf(el: HTMLElement | null, id: string): HTMLElement | null {
+    const twin = this.#screen.log.querySelector<HTMLElement>(`[data-id="${CSS.escape(id)}"]`);
+    return twin === el ? null : twin;
+  }
+
   /** A stopped reply keeps its text and says it was stopped (a reply with no text says only that). */
   #markStopped(): void {
-    const reply = this.#reply ?? messageNode({ role: 'assistant', content: [] }, this.#screen.files);
+    const reply = this.#reply ?? messageNode({ role: 'assistant', content: [] }, this.#screen.shown);
     if (!reply.isConnected) this.#screen.log.append(reply);
     this.#reply = reply;
     delete reply.dataset.streaming;
     reply.dataset.stopped = '';
-    reply.append(h('span', { class: 'stopped', part: 'stopped' }, 'Stopped'));
+    reply.append(h('span', { class: 'stopped', part: 'stopped' }, this.#screen.shown.strings.t('stopped')));
     this.#screen.scroll();
   }
 
@@ -160,7 +182,7 @@ export class TurnView {
   #streamed(): Text {
     if (!this.#reply || !this.#text) {
       this.#text = document.createTextNode('');
-      this.#reply = messageNode({ role: 'assistant', content: [] }, this.#screen.files);
+      this.#reply = messageNode({ role: 'assistant', content: [] }, this.#screen.shown);
       this.#reply.dataset.streaming = '';
       this.#reply.querySelector('.text')?.append(this.#text);
       this.#screen.log.append(this.#reply);

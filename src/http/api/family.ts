@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 import type { SessionService } from '../../actors/session-service.ts';
+import type { Catalogue } from '../../agents/catalogue.ts';
 import type { SessionTokens } from '../../auth/session-tokens.ts';
 import type { Config } from '../../config.ts';
 import type { Store } from '../../store/store.ts';
@@ -10,6 +11,7 @@ import { requireApiKey } from '../auth/api-key.ts';
 import { registerRateLimit } from '../server/rate-limit.ts';
 import type { EventStreams } from '../turns/event-streams.ts';
 import type { LiveTurns } from '../turns/log.ts';
+import { agentsRoutes } from './agents.ts';
 import { conversationsRoutes } from './conversations.ts';
 import { filesRoutes } from './files.ts';
 import { messagesRoutes } from './messages.ts';
@@ -22,6 +24,8 @@ import { webhooksRoutes } from './webhooks.ts';
 export interface ApiFamilyOptions {
   store: Store;
   config: Config;
+  /** The agents (GET /v1/agents lists those a key may use). */
+  catalogue: Catalogue;
   sessions: SessionService;
   tokens: SessionTokens;
   /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
@@ -34,7 +38,7 @@ export interface ApiFamilyOptions {
 
 export async function apiFamily(
   scope: FastifyInstance,
-  { store, config, sessions, tokens, redis, turns, streams }: ApiFamilyOptions,
+  { store, config, catalogue, sessions, tokens, redis, turns, streams }: ApiFamilyOptions,
 ) {
   // Documents the credential on every route of the family, for /docs and generated clients.
   scope.addHook('onRoute', (route) => {
@@ -46,6 +50,7 @@ export async function apiFamily(
     key: (request) => `key:${request.apiKey?.id ?? request.ip}`,
     redis,
   });
+  await scope.register(agentsRoutes, { catalogue });
   await scope.register(usersRoutes, { store });
   await scope.register(usageRoutes, { store });
   await scope.register(filesRoutes, {

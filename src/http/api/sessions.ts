@@ -8,18 +8,20 @@ import {
   errorEnvelope,
   handbackRequest,
   handoffRequest,
-  pageOf,
   sessionCreate,
   sessionListQuery,
+  sessionPage,
   sessionParams,
   sessionSchema,
   terminateRequest,
   terminateResult,
 } from '#schemas';
 import type { SessionService } from '../../actors/session-service.ts';
+import { ValidationError } from '../../errors.ts';
 import type { Handoff } from '../../machines/session.ts';
-import type { Store } from '../../store/store.ts';
-import { toSession } from '../../store/views.ts';
+import { decodeSessionCursor } from '../../store/session-list.ts';
+import type { SessionRecord, Store } from '../../store/store.ts';
+import { feedbackView, toSession } from '../../store/views.ts';
 import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
 import { keySession } from '../auth/session-target.ts';
 import { createsSession, onSession } from '../server/route-config.ts';
@@ -29,6 +31,21 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
   app,
   { store, sessions },
 ) => {
+  /** The Session records as a read or a list shows them: with their pending approvals, usage and feedback. */
+  const fullViews = async (tenantId: string, records: SessionRecord[]) => {
+    const ids = records.map((s) => s.id);
+    const [pending, usage, feedback] = await Promise.all([
+      sessions.pendingApprovals(ids),
+      store.sessionUsage(tenantId, ids),
+      store.feedbackOf(ids),
+    ]);
+    const byId = new Map(feedback.map((f) => [f.session_id, feedbackView(f)]));
+    return withUsage(
+      records.map((s) => toSession(s, pending.get(s.id))),
+      usage,
+    ).map((s) => ({ ...s, feedback: byId.get(s.id) ?? null }));
+  };
+
   app.post(
     '/v1/agents/:agent_id/sessions',
     {
@@ -44,7 +61,7 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
     async (request, reply) => {
       assertAgentAllowed(request, request.params.agent_id);
       const session = await sessions.createSession(tenantOf(request), request.params.agent_id, request.body);
-      return reply.code(201).send(withUsage([toSession(session)], new Map())[0]);
+      return reply.code(201).send({ ...withUsage([toSession(session)], new Map())[0], feedback: null });
     },
   );
 
@@ -55,25 +72,30 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
         tags: ['sessions'],
         summary: 'List sessions, newest first',
         querystring: sessionListQuery,
-        response: { 200: pageOf(sessionSchema), ...authErrors },
+        response: { 200: sessionPage, ...authErrors },
       },
     },
     async (request) => {
-      const { status, agent_id, user_id, limit, offset } = request.query;
+      const { cursor, limit, offset, ...filter } = request.query;
+      const after = cursor === undefined ? undefined : decodeSessionCursor(cursor);
+      if (after === null) {
+        throw ValidationError.at(
+          ['query', 'cursor'],
+          'Not a cursor of this list: pass a next_cursor as it came',
+          'value_error',
+        );
+      }
+      if (after && offset > 0) {
+        throw ValidationError.at(['query', 'offset'], 'Page by cursor or by offset, not both', 'value_error');
+      }
       const agents = request.apiKey?.agents ?? [];
       const page = await store.listSessions(
         tenantOf(request),
-        { status, agent_id, user_id, ...(agents.includes('*') ? {} : { agent_ids: agents }) },
-        { limit, offset },
+        { ...filter, ...(agents.includes('*') ? {} : { agent_ids: agents }) },
+        { limit, offset, ...(after ? { after } : {}) },
       );
-      const ids = page.items.map((s) => s.id);
-      const pending = await sessions.pendingApprovals(ids);
-      const usage = await store.sessionUsage(tenantOf(request), ids);
-      const items = withUsage(
-        page.items.map((s) => toSession(s, pending.get(s.id))),
-        usage,
-      );
-      return { items, next_offset: page.next_offset };
+      const items = await fullViews(tenantOf(request), page.items);
+      return { items, next_offset: page.next_offset, next_cursor: page.next_cursor };
     },
   );
 
@@ -90,9 +112,8 @@ export const sessionsRoutes: FastifyPluginAsyncZod<{ store: Store; sessions: Ses
     },
     async (request) => {
       const { tenantId, sessionId, authorize } = keySession(request, request.params.session_id);
-      const session = await sessions.getSession(tenantId, sessionId, authorize);
-      const pending = (await sessions.pendingApprovals([sessionId])).get(sessionId);
-      return withUsage([toSession(session, pending)], await store.sessionUsage(tenantId, [sessionId]))[0];
+      const [view] = await fullViews(tenantId, [await sessions.getSession(tenantId, sessionId, authorize)]);
+      return view;
     },
   );
 

@@ -14,6 +14,8 @@ export const DEMO_CONVERSATION_FILES = 10;
 
 export interface DemoSetup {
   serve: boolean;
+  /** The `demo` agent's provider (`scripted`, or a model's), which the page names. */
+  provider: string | undefined;
   /** Said at start (a warning): the page is served where it exposes something, or not served though asked. */
   warning: string | null;
   /** The conversations the page starts, every client together, an hour. */
@@ -53,6 +55,7 @@ export function demoSetup(config: Config, catalogue: Catalogue, redis: Redis | u
   const fileBytes = demo.fileBytes;
   return {
     serve,
+    provider: agent?.provider,
     warning,
     conversations: new HourlyCap({
       name: 'demo_conversations',

@@ -1,6 +1,7 @@
 // PARLEY_DEMO: GET /demo, a page with <parley-chat> on the `demo` agent, a fresh conversation and token minted
-// here at each load (as an integrator's server would, with the same session service), and POST /demo/token,
-// the page's token refresh, which takes the conversation's newest token as the bearer and works only while the
+// here at each load (as an integrator's server would, with the same session service), POST /demo/conversation,
+// the next conversation the widget's "new conversation" button asks for, and POST /demo/token, the page's token
+// refresh, which takes the conversation's newest token as the bearer and works only while the
 // conversation is active. Tokens name an API key (`kid`) and die with it, so the demo tenant has a key of
 // its own whose secret nobody holds (listed as `(demo page)`): it only signs these tokens, and the start-up
 // warning that no API key exists does not count it. Anyone may load the page: both routes have a per-address rate
@@ -84,6 +85,8 @@ export interface DemoRoutesOptions {
   conversations: HourlyCap;
   /** Rate-limit counters shared by every process (rateLimitRedis); unset, this process counts alone. */
   redis?: Redis;
+  /** The `demo` agent's provider: the page says whether it is the scripted one or a model. */
+  provider?: string;
 }
 
 /** Whether the client takes HTML (a browser's navigation), and so is shown a page rather than JSON. */
@@ -165,7 +168,17 @@ export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, 
     return minted;
   };
 
-  // Each route in a scope of its own, with its own budget per client address.
+  /** A new demo conversation and its first token, within the hourly cap. */
+  const startDemo = async () => {
+    await options.conversations.take();
+    // The key first: it makes the demo tenant when there is none.
+    await demoKey();
+    const session = await sessions.createSession(DEMO_TENANT, DEMO_AGENT, { context: { page: 'demo' } });
+    const { session_token } = await mintNewest(session.id, DEMO_AGENT, null);
+    return { conversation_id: session.id, session_token };
+  };
+
+  // Each budget in a scope of its own, per client address: starting conversations, refreshing tokens.
   await app.register(async (scope: FastifyInstance) => {
     scope.setErrorHandler(pageErrors);
     await registerRateLimit(scope, {
@@ -182,28 +195,44 @@ export const demoRoutes: FastifyPluginAsyncZod<DemoRoutesOptions> = async (app, 
           querystring: z.object({
             inactivity_warning_after: seconds,
             inactivity_final_after: seconds,
+            launcher: z.enum(['true', 'false']).optional(),
           }),
         },
       },
       async (request, reply) => {
-        await options.conversations.take();
-        // The key first: it makes the demo tenant when there is none.
-        await demoKey();
-        const session = await sessions.createSession(DEMO_TENANT, DEMO_AGENT, { context: { page: 'demo' } });
-        const { session_token } = await mintNewest(session.id, DEMO_AGENT, null);
-        const { inactivity_warning_after: warning, inactivity_final_after: final } = request.query;
-        const page = demoPage({
-          'conversation-id': session.id,
-          token: session_token,
-          ...(warning !== undefined ? { 'inactivity-warning-after': String(warning) } : {}),
-          ...(final !== undefined ? { 'inactivity-final-after': String(final) } : {}),
-        });
+        const started = await startDemo();
+        const { inactivity_warning_after: warning, inactivity_final_after: final, launcher } = request.query;
+        const page = demoPage(
+          {
+            'conversation-id': started.conversation_id,
+            token: started.session_token,
+            ...(warning !== undefined ? { 'inactivity-warning-after': String(warning) } : {}),
+            ...(final !== undefined ? { 'inactivity-final-after': String(final) } : {}),
+          },
+          { provider: options.provider ?? 'scripted', launcher: launcher === 'true' },
+        );
         // Every load is a new conversation: never cached.
         return pageHeaders(reply, DEMO_PAGE_CSP)
           .header('cache-control', 'no-store')
           .type('text/html; charset=utf-8')
           .send(page);
       },
+    );
+    // The widget's "new conversation" button: under the same bounds as a load of the page.
+    scope.withTypeProvider<ZodTypeProvider>().post(
+      '/demo/conversation',
+      {
+        config: createsSession,
+        schema: {
+          hide: true,
+          response: {
+            200: z.object({ conversation_id: z.string(), session_token: z.string() }),
+            429: errorEnvelope,
+            503: errorEnvelope,
+          },
+        },
+      },
+      async (_request, reply) => reply.header('cache-control', 'no-store').send(await startDemo()),
     );
   });
 

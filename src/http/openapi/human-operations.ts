@@ -1,8 +1,15 @@
-// The OpenAPI descriptions of people in the conversation, in both families (docs/guides/humans.md): handing a
-// session to people and back, and following everything that happens in it.
-import { A, ending, type OperationDoc, P, session, token } from './operation-parts.ts';
+// The OpenAPI descriptions of people in the conversation, in both families (docs/guides/humans.md): the agents
+// an operator may supervise, handing a session to people and back, and following everything that happens in it.
+import { A, apiKey, ending, type OperationDoc, P, session, token } from './operation-parts.ts';
 
 export const humanOperationDocs: Record<string, OperationDoc> = {
+  [`GET ${A}`]: {
+    id: 'listAgents',
+    description:
+      'The agents of the catalogue this key may use (a key scoped to some agents sees only those), in catalogue order: `name`, `description`, `provider` and `model`, the HTTP tools with who approves their calls (`none`, `user`, `operator`; with `handoff_to_human` where `handoff.enabled`), the MCP servers as the catalogue configures them (no connection is made: `all_tools` says the server offers every tool it lists, and `tools` names those the catalogue names), `expose_tools` and `handoff`. No secret is shown: no keys, base URLs, headers, commands or environment.',
+    ok: 'The agents',
+    errors: apiKey,
+  },
   [`POST ${A}/sessions/{session_id}/handoff`]: {
     id: 'handOffSession',
     description:

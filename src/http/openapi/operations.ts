@@ -134,14 +134,14 @@ export const operationDocs: Record<string, OperationDoc> = {
   [`GET ${A}/sessions`]: {
     id: 'listSessions',
     description:
-      "A page of the tenant's sessions, newest first, filtered by `status`, `agent_id` or `user_id`; a key scoped to some agents lists only theirs. The status is the stored one: an untouched session past its lifetime may be listed `active` until the next sweep.",
+      "A page of the tenant's sessions, newest first, each with its `usage` and `feedback`, filtered by `status`, `agent_id`, `user_id`, `user_reference`, `handled_by`, `pending_approval` (a call waiting for a decision) or `updated_after`; a key scoped to some agents lists only theirs. Page with `cursor` (the previous page's `next_cursor`, opaque: sessions created meanwhile neither repeat nor shift a page) or `offset`, not both (422). The status is the stored one: an untouched session past its lifetime may be listed `active` until the next sweep.",
     ok: 'A page of sessions',
     errors: apiKey,
   },
   [`GET ${A}/sessions/{session_id}`]: {
     id: 'getSession',
     description:
-      "One session, with its `user`, `context`, `metadata` and message count. A session past its lifetime is expired as it is read, so it shows `expired`. Another agent's session is 403 `agent_forbidden` for a key scoped to other agents.",
+      "One session, with its `user`, `context`, `metadata`, message count, `usage` and the end user's `feedback` (null without). A session past its lifetime is expired as it is read, so it shows `expired`. Another agent's session is 403 `agent_forbidden` for a key scoped to other agents.",
     ok: 'The session',
     errors: session,
   },

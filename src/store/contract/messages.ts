@@ -90,6 +90,8 @@ export interface MessageStore {
     event?: (stored: Feedback) => WebhookEvent,
   ): Promise<Feedback>;
   getFeedback(sessionId: string): Promise<Feedback | null>;
+  /** The feedback of these sessions, in no order (a session without is left out): the Session records show it. */
+  feedbackOf(sessionIds: readonly string[]): Promise<Feedback[]>;
 
   /** The record of a key, expired or not (the caller decides). */
   getIdempotencyRecord(sessionId: string, key: string): Promise<IdempotencyRecord | null>;

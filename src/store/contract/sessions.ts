@@ -55,6 +55,31 @@ export interface SessionFilter {
   user_id?: string;
   /** Only sessions of these agents (the API key's scope); undefined for every agent. */
   agent_ids?: readonly string[];
+  /** Who answers the user: the agent, or people after a handoff. */
+  handled_by?: 'agent' | 'humans';
+  /** true: only sessions with a call waiting for a decision (not yet past its time); false: only the others. */
+  pending_approval?: boolean;
+  /** Only sessions of the user with this reference. */
+  user_reference?: string;
+  /** Only sessions changed after this instant (ISO 8601, exclusive). */
+  updated_after?: string;
+}
+
+/** Where a page of sessions starts: after this session, in the newest-first order (session-list.ts). */
+export interface SessionCursor {
+  created_at: string;
+  /** The row's place among sessions created in the same millisecond (SQLite's rowid, PostgreSQL's row_order). */
+  row: number;
+}
+
+/** A page of sessions: by `offset`, or after `after` (then offset is 0). */
+export interface SessionPageRequest extends PageRequest {
+  after?: SessionCursor;
+}
+
+/** A page of sessions, with the opaque cursor of the next one (null when no session follows). */
+export interface SessionPage extends Page<SessionRecord> {
+  next_cursor: string | null;
 }
 
 /** The fencing token of a shard: a write is refused unless the shard's epoch is still this one. */
@@ -158,8 +183,11 @@ export interface SessionStore {
   getSession(tenantId: string, id: string): Promise<SessionRecord | null>;
   /** A session and its actor snapshot, for activation (no tenant check: the caller routes by id). */
   loadSession(id: string): Promise<{ session: SessionRecord; snapshot: string | null } | null>;
-  /** Newest first. */
-  listSessions(tenantId: string, filter: SessionFilter, page: PageRequest): Promise<Page<SessionRecord>>;
+  /**
+   * Newest first; `next_cursor` continues after the page's last session whatever was created since, and
+   * `next_offset` (null when paging by cursor) counts from the first.
+   */
+  listSessions(tenantId: string, filter: SessionFilter, page: SessionPageRequest): Promise<SessionPage>;
   /** Commits one step of a session atomically; throws StaleEpochError (writing nothing) when fenced out. */
   commitSession(write: SessionWrite): Promise<SessionWriteResult>;
   /** Ids of active sessions whose expiry has passed, oldest expiry first; only in `shards` when given. */

@@ -5,7 +5,7 @@
 import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
-import { messagesById, postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
+import { feedbackOf, messagesById, postgresDialect, recentMessages, upsertFeedback } from '../sql.ts';
 import { tellRefused } from '../webhook-outbox.ts';
 import type { Db } from './db.ts';
 import { queueWebhookEvents } from './webhook-queue.ts';
@@ -85,6 +85,11 @@ export function part(db: Db): StoreParts['messages'] {
     async getFeedback(sessionId) {
       const [row] = await db.rows('SELECT * FROM feedback WHERE session_id = $1', [sessionId]);
       return row ? toFeedback(row) : null;
+    },
+
+    async feedbackOf(sessionIds) {
+      const { sql, values } = feedbackOf(postgresDialect, sessionIds);
+      return (await db.rows(sql, values)).map(toFeedback);
     },
 
     async getIdempotencyRecord(sessionId, key) {

@@ -6,11 +6,11 @@ import { SHARD_COUNT } from '../../shards.ts';
 import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
-import { now, sessionColumns, toLoadedSession, toPage, toSession, toSessionEvent } from '../rows.ts';
+import { now, sessionColumns, toLoadedSession, toSession, toSessionEvent } from '../rows.ts';
+import { listSessions, toSessionPage } from '../session-list.ts';
 import {
   deleteSessionStatements,
   insert,
-  listSessions,
   patchSession,
   postgresDialect,
   recordIdempotencyKey,
@@ -106,7 +106,7 @@ export function part(db: Db): StoreParts['sessions'] {
 
     async listSessions(tenantId, filter, page) {
       const { sql, values } = listSessions(postgresDialect, tenantId, filter, page);
-      return toPage((await db.rows(sql, values)).map(toSession), page);
+      return toSessionPage(await db.rows(sql, values), page);
     },
 
     async sessionsDueForExpiry(at, limit, shards) {

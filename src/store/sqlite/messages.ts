@@ -5,7 +5,7 @@
 import { awaitingApproval } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { now, toFeedback, toIdempotency, toMessage, toPage, toToolCall, toWaitingCall } from '../rows.ts';
-import { messagesById, recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
+import { feedbackOf, messagesById, recentMessages, sqliteDialect, upsertFeedback } from '../sql.ts';
 import { tellRefused } from '../webhook-outbox.ts';
 import { all, get, type SqliteDb } from './db.ts';
 import { queueWebhookEvents } from './webhooks.ts';
@@ -76,6 +76,10 @@ export function part(db: SqliteDb): StoreParts['messages'] {
     async getFeedback(sessionId) {
       const row = db.q('SELECT * FROM feedback WHERE session_id = ?').get(sessionId);
       return row ? toFeedback(row) : null;
+    },
+
+    async feedbackOf(sessionIds) {
+      return all(db, feedbackOf(sqliteDialect, sessionIds)).map(toFeedback);
     },
 
     async getIdempotencyRecord(sessionId, key) {

@@ -5,11 +5,11 @@ import { sessionNotFound } from '../../errors.ts';
 import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
-import { now, sessionColumns, toLoadedSession, toPage, toSession, toSessionEvent } from '../rows.ts';
+import { now, sessionColumns, toLoadedSession, toSession, toSessionEvent } from '../rows.ts';
+import { listSessions, toSessionPage } from '../session-list.ts';
 import {
   deleteSessionStatements,
   insert,
-  listSessions,
   patchSession,
   recordIdempotencyKey,
   replaceSessionToken,
@@ -92,7 +92,7 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
     },
 
     async listSessions(tenantId, filter, page) {
-      return toPage(all(db, listSessions(sqliteDialect, tenantId, filter, page)).map(toSession), page);
+      return toSessionPage(all(db, listSessions(sqliteDialect, tenantId, filter, page)), page);
     },
 
     async sessionsDueForExpiry(at, limit, shards) {

@@ -29,6 +29,7 @@ export const routes: Route[] = [
   { method: 'GET', path: '/v1/agents/files/:id/content', id: 'file', family: 'api' },
   { method: 'POST', path: '/v1/agents/demo/sessions', body: 'json', family: 'api' },
   { method: 'POST', path: '/v1/agents/nope/sessions', body: 'json', family: 'api' },
+  { method: 'GET', path: '/v1/agents', family: 'api' },
   { method: 'GET', path: '/v1/agents/sessions', family: 'api' },
   { method: 'GET', path: '/v1/agents/sessions/:id', id: 'session', family: 'api' },
   { method: 'POST', path: '/v1/agents/sessions/:id/messages', id: 'session', body: 'json', family: 'api' },

@@ -226,6 +226,7 @@ describe('the OpenAPI document', () => {
       'turn.completed',
       'turn.cancelled',
       'turn.failed',
+      'message.created',
     ]);
     assert.ok(doc.components.schemas.TurnFailedEvent);
   });

@@ -181,5 +181,28 @@ export function feedback(open: OpenStore): void {
       await ctx.store.upsertFeedback(sessionId, { id: newId('fb'), score: 8, comment: null, metadata: {} });
       assert.deepEqual((await ctx.store.getFeedback(sessionId))?.metadata, {});
     });
+
+    it('feedbackOf reads the feedback of several sessions at once, leaving out those without', async () => {
+      const [a, b, none] = [await session(), await session(), await session()];
+      const fa = await ctx.store.upsertFeedback(a.id, {
+        id: newId('fb'),
+        score: 3,
+        comment: null,
+        metadata: {},
+      });
+      const fb = await ctx.store.upsertFeedback(b.id, {
+        id: newId('fb'),
+        score: 10,
+        comment: 'Yes',
+        metadata: {},
+      });
+      const read = await ctx.store.feedbackOf([a.id, b.id, none.id]);
+      assert.deepEqual(
+        read.toSorted((x, y) => x.score - y.score),
+        [fa, fb],
+      );
+      assert.deepEqual(await ctx.store.feedbackOf([none.id]), []);
+      assert.deepEqual(await ctx.store.feedbackOf([]), []);
+    });
   });
 }

@@ -11,6 +11,7 @@ import { idempotencyRecords } from './idempotency.ts';
 import { lifecycle } from './lifecycle.ts';
 import { deleteSession, sessionsByAge } from './session-deletion.ts';
 import { humansAndEvents } from './session-events.ts';
+import { sessionList } from './session-list.ts';
 import { claimShards, createAndRead, dueForExpiry, listSessions, readMessages } from './sessions.ts';
 import { type OpenStore, sessionFixture, useStore } from './support.ts';
 import { apiKeys, tenants } from './tenants.ts';
@@ -40,6 +41,7 @@ export function storeContract(name: string, open: OpenStore): void {
       approvals(f);
       idempotencyRecords(f);
       listSessions(f);
+      sessionList(f);
       dueForExpiry(f);
       readMessages(f);
       sessionsByAge(f);

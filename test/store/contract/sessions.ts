@@ -115,7 +115,11 @@ export function createAndRead(f: SessionFixture): void {
       await assert.rejects(() => ctx.store.createSession(tenantId, session, stale), isStale(session.shard));
       assert.equal(await ctx.store.getSession(tenantId, session.id), null);
       assert.equal(await ctx.store.loadSession(session.id), null);
-      assert.deepEqual(await ctx.store.listSessions(tenantId, {}, all), { items: [], next_offset: null });
+      assert.deepEqual(await ctx.store.listSessions(tenantId, {}, all), {
+        items: [],
+        next_offset: null,
+        next_cursor: null,
+      });
       // An epoch the shard never had is refused as well: only the current one writes.
       const ahead = { shard: session.shard, epoch: current.epoch + 1 };
       await assert.rejects(() => ctx.store.createSession(tenantId, session, ahead), isStale(session.shard));
@@ -161,6 +165,7 @@ export function listSessions(f: SessionFixture): void {
       assert.deepEqual(await ctx.store.listSessions(tenantId, {}, all), {
         items: sessions.reverse(),
         next_offset: null,
+        next_cursor: null,
       });
     });
 
@@ -210,7 +215,11 @@ export function listSessions(f: SessionFixture): void {
     it('pages carry next_offset until no session follows, even after a full last page', async () => {
       const tenantId = await tenant();
       const sessions = (await createSessions(tenantId, [{}, {}, {}, {}, {}])).reverse();
-      const list = (limit: number, offset: number) => ctx.store.listSessions(tenantId, {}, { limit, offset });
+      // The cursor beside next_offset is session-list.ts's.
+      const list = async (limit: number, offset: number) => {
+        const { items, next_offset } = await ctx.store.listSessions(tenantId, {}, { limit, offset });
+        return { items, next_offset };
+      };
       assert.deepEqual(await list(2, 0), { items: sessions.slice(0, 2), next_offset: 2 });
       assert.deepEqual(await list(2, 2), { items: sessions.slice(2, 4), next_offset: 4 });
       assert.deepEqual(await list(2, 4), { items: sessions.slice(4), next_offset: null });
@@ -223,14 +232,13 @@ export function listSessions(f: SessionFixture): void {
       const owner = await tenant();
       const stranger = await tenant();
       const { record } = await createSession(owner, { agent_id: 'support' });
-      assert.deepEqual(await ctx.store.listSessions(stranger, {}, all), { items: [], next_offset: null });
-      assert.deepEqual(await ctx.store.listSessions(stranger, { agent_id: 'support' }, all), {
-        items: [],
-        next_offset: null,
-      });
+      const none = { items: [], next_offset: null, next_cursor: null };
+      assert.deepEqual(await ctx.store.listSessions(stranger, {}, all), none);
+      assert.deepEqual(await ctx.store.listSessions(stranger, { agent_id: 'support' }, all), none);
       assert.deepEqual(await ctx.store.listSessions(owner, {}, all), {
         items: [record],
         next_offset: null,
+        next_cursor: null,
       });
     });
   });
