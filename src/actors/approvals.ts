@@ -8,7 +8,7 @@ import { AppError } from '../errors.ts';
 import type { Approver } from '../machines/session.ts';
 import type { ToolCallDecision, ToolCallRecord } from '../store/store.ts';
 import type { OperationContext, OperationDeps, OperationOf } from './operation-context.ts';
-import { denialOutput, waitingApprovals, wakeAt } from './step-approvals.ts';
+import { denialOutput, functionNames, waitingApprovals, wakeAt } from './step-approvals.ts';
 import type { TurnResult } from './turn.ts';
 import { expireDue, moveOn, storedAnswer } from './turn-continue.ts';
 
@@ -16,6 +16,11 @@ export interface Decision {
   call_id: string;
   approved: boolean;
   reason: string | null;
+  /**
+   * The output of a call to a function the client declared (an Open Responses `function_call_output`): the
+   * call is completed with it. Only such a call takes one, and it takes nothing else.
+   */
+  output?: unknown;
 }
 
 export interface DecidePayload {
@@ -42,17 +47,18 @@ export async function runDecide(
     ? await expireDue(deps, context, ofTurn)
     : await deps.store.turnToolCalls(session.id, turnId);
   const byId = new Map(calls.map((c) => [c.id, c]));
+  const functions = functionNames(ofTurn?.extras);
   const apply: ToolCallDecision[] = [];
   for (const d of decisions) {
     const call = byId.get(d.call_id);
-    const state = stateOf(call, d, by);
+    const state = stateOf(call, d, by, call ? functions.has(call.name) : false);
     if (state === 'forbidden') {
       throw new AppError('approval_forbidden', undefined, {
         context: { turn_id: turnId, call_id: d.call_id },
       });
     }
     if (state !== 'waiting' && state !== 'repeated') {
-      throw new AppError('approval_not_pending', undefined, {
+      throw new AppError('approval_not_pending', refusals[state], {
         context: { turn_id: turnId, call_id: d.call_id, state },
       });
     }
@@ -64,7 +70,11 @@ export async function runDecide(
         decision: d.approved ? 'approved' : 'denied',
         by,
         reason: d.reason,
-        ...(d.approved ? {} : { output: denialOutput(by, call.approver, d.reason) }),
+        ...(d.approved
+          ? d.output === undefined
+            ? {}
+            : { output: d.output }
+          : { output: denialOutput(by, call.approver, d.reason) }),
       });
     }
   }
@@ -85,18 +95,49 @@ export async function runDecide(
   return { ...(await moveOn(deps, context, current, now)), step };
 }
 
-type CallState = 'waiting' | 'repeated' | 'forbidden' | 'unknown' | 'decided' | 'expired' | 'not_asked';
+/** Why a decision on a call in `state` is refused, where the catalogue's message says too little. */
+const refusals: Partial<Record<CallState, string>> = {
+  decided: 'This tool call is not waiting: it was decided, or given its output, already.',
+  not_a_function:
+    'This tool call is not a call to a function the request declared: approve or deny it instead.',
+  awaits_output: "This call to a client's function waits for its output, not an approval.",
+  expired: 'This tool call is not waiting: its time ran out, and it was denied.',
+};
 
-/** Where `d` stands against the stored call: to apply, a repeat of the decision taken, or refused (why). */
-function stateOf(call: ToolCallRecord | undefined, d: Decision, by: Approver): CallState {
+type CallState =
+  | 'waiting'
+  | 'repeated'
+  | 'forbidden'
+  | 'unknown'
+  | 'decided'
+  | 'expired'
+  | 'not_asked'
+  | 'not_a_function'
+  | 'awaits_output';
+
+/**
+ * Where `d` stands against the stored call: to apply, a repeat of the decision taken, or refused (why). A call
+ * to a client's function (`isFunction`) takes its output once: a second output for it is refused, never
+ * applied again; an approval without output would leave Parley nothing to run, so it is refused too.
+ */
+function stateOf(
+  call: ToolCallRecord | undefined,
+  d: Decision,
+  by: Approver,
+  isFunction: boolean,
+): CallState {
   if (!call) return 'unknown';
   if (!call.approver) return 'not_asked';
   if (by === 'user' && call.approver === 'operator') return 'forbidden';
+  const expired = call.decided_by === 'system' && call.decision_reason === 'expired';
+  if (d.output !== undefined && call.status !== 'awaiting_approval') return expired ? 'expired' : 'decided';
+  if (d.output !== undefined && !isFunction) return 'not_a_function';
+  if (isFunction && d.approved && d.output === undefined) return 'awaits_output';
   if (call.status === 'awaiting_approval') return 'waiting';
   const same =
     call.decided_by === by &&
     call.decision === (d.approved ? 'approved' : 'denied') &&
     (call.decision_reason ?? null) === d.reason;
   if (same) return 'repeated';
-  return call.decided_by === 'system' && call.decision_reason === 'expired' ? 'expired' : 'decided';
+  return expired ? 'expired' : 'decided';
 }

@@ -43,6 +43,7 @@ export class Calls {
     resume: new Map(),
     cancel: new Map(),
     handoff: new Map(),
+    metadata: new Map(),
   };
 
   /** Waits for the answer to `op`; a second call with the same id (an expiry) waits for the same answer. */

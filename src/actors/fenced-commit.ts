@@ -72,6 +72,7 @@ export async function commitFenced(
     entry.session.handoff = patch.handoff;
     entry.session.handled_by = patch.handoff ? 'humans' : 'agent';
   }
+  if (patch?.metadata) entry.session.metadata = patch.metadata;
   // Kept for the session events' record; the rest of the row is the actor's snapshot.
   if (patch?.last_message_at) entry.session.last_message_at = patch.last_message_at;
   entry.history.append(result.messages);

@@ -2,8 +2,9 @@
 // its result and the function that runs it. The host's `submit` and the runner are typed from this table, so
 // a caller gets its kind's result. Terminate and expiry are small enough to live here; a turn is turn.ts, an
 // inactivity step inactivity.ts, a decision approvals.ts, a paused turn going on turn-continue.ts, a
-// cancel cancel.ts and a handoff handoff.ts.
+// cancel cancel.ts and a handoff handoff.ts; a change of metadata is one commit.
 import type { OperationKind, SessionSnapshot } from '../machines/session.ts';
+import type { JsonObject } from '../store/store.ts';
 import { type DecidePayload, type DecideResult, runDecide } from './approvals.ts';
 import { type CancelPayload, type CancelResult, endPaused, runCancel } from './cancel.ts';
 import { type HandoffPayload, type HandoffResult, runHandoff } from './handoff.ts';
@@ -34,6 +35,7 @@ export interface OperationTypes {
   resume: { payload: ResumePayload; result: TurnResult | null };
   cancel: { payload: CancelPayload; result: CancelResult };
   handoff: { payload: HandoffPayload; result: HandoffResult };
+  metadata: { payload: { metadata: JsonObject }; result: null };
 }
 
 /** An operation of kind `K` (of any kind by default): the tagged union. */
@@ -62,6 +64,11 @@ export function createOperationRunner(deps: OperationDeps): OperationRunner {
     resume: (context, op) => runResume(deps, context, op),
     cancel: (context, op) => runCancel(deps, context, op),
     handoff: runHandoff,
+    // Replaced in the row (and the resident record), committed like any change of the session.
+    metadata: async (context, op) => {
+      await context.commit({ patch: { metadata: op.payload.metadata } });
+      return null;
+    },
     expire: async (context) => {
       // A turn that ran while this waited may have moved the lifetime on (a model that wrote for longer than
       // the session's lifetime: the sweep found it due from the turn's first message).

@@ -49,14 +49,15 @@ export function sessionEventsOf(sessionId: string, change: SessionChange, at: st
         output: r.output,
       }),
     );
+  // A denied call, or a client's function call given its output, is completed by its decision.
   for (const d of change.decisions ?? []) {
-    if (d.decision === 'denied')
+    if (d.decision === 'denied' || d.output !== undefined)
       events.push(
         event('tool.completed', {
           turn_id: d.turn_id,
           call_id: d.id,
           name: d.name ?? null,
-          status: 'error',
+          status: d.decision === 'denied' ? 'error' : 'ok',
           output: d.output,
         }),
       );

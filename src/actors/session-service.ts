@@ -6,7 +6,7 @@ import { systemPrompt } from '../agents/prompt.ts';
 import type { Coordinator } from '../cluster/coordinator.ts';
 import { AppError, sessionNotFound, shardMoving } from '../errors.ts';
 import { newId } from '../ids.ts';
-import type { Approver, SessionStatus } from '../machines/session.ts';
+import type { Approver, SessionStatus, TurnExtras } from '../machines/session.ts';
 import { initialPersistedSnapshot } from '../machines/session-snapshot.ts';
 import { SHARD_COUNT, shardOf } from '../shards.ts';
 import {
@@ -155,6 +155,8 @@ export class SessionService extends TurnActions {
       fileAt?: (i: number) => (string | number)[];
       /** The family sending: the public one (`user`) is told only of its own waiting calls. */
       by?: Approver;
+      /** What the request adds to the turn: functions the client runs, instructions after the agent's. */
+      extras?: TurnExtras;
     },
   ): Promise<SendResult> {
     const entry = await this.entryOf(tenantId, sessionId, options.authorize);
@@ -215,6 +217,7 @@ export class SessionService extends TurnActions {
             ],
             reply: message.role === 'user',
             replyId: newId('msg'),
+            ...(options.extras ? { extras: options.extras } : {}),
           },
           ...(lookup ? { idempotency: lookup } : {}),
           ...(reservation ? { reservation } : {}),

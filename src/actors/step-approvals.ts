@@ -3,7 +3,7 @@
 // machine keeps, and the denials Parley decides itself (an expired call, a cancelled or closed turn).
 import type { AgentConfig } from '../agents/catalogue.ts';
 import { approverOf } from '../agents/catalogue-tools.ts';
-import type { Approver, PausedTurn } from '../machines/session.ts';
+import type { Approver, PausedTurn, TurnExtras } from '../machines/session.ts';
 import type { DecidedBy, NewToolCall, ToolCallDecision, ToolCallRecord } from '../store/store.ts';
 
 /** A step's call as committed: a new one, or an earlier operation's with its result, if it has one. */
@@ -19,6 +19,11 @@ export interface Approval {
   approver: Approver;
   requested_at: string;
   expires_at: string;
+  /**
+   * Set on a call to a function the client declared (an Open Responses request's `tools`): what it waits
+   * for is the client's output, not a decision.
+   */
+  function?: true;
 }
 
 /** Why Parley itself denies a call: its time ran out, or its turn was cancelled or its session closed. */
@@ -26,17 +31,24 @@ export type SystemReason = 'expired' | 'cancelled' | 'closed';
 
 /**
  * The step's calls as committed at `at`: each that its tool says must be approved waits until the agent's
- * `approval_timeout_seconds` from now. A call refused for its input never waits: it never runs.
+ * `approval_timeout_seconds` from now, and so does each call to a function the client declared (`functions`):
+ * it waits for the client's output, which the API-key family sends (approver `operator`). A call refused for
+ * its input never waits: it never runs.
  */
 export function awaitingWhereNeeded(
   agent: AgentConfig,
   calls: readonly NewToolCall[],
   refused: ReadonlySet<string>,
   at: string,
+  functions: ReadonlySet<string> = new Set(),
 ): NewToolCall[] {
   const expires_at = new Date(Date.parse(at) + agent.approval_timeout_seconds * 1000).toISOString();
   return calls.map((call) => {
-    const approver = refused.has(call.id) ? null : approverOf(agent, call.name);
+    const approver = refused.has(call.id)
+      ? null
+      : functions.has(call.name)
+        ? 'operator'
+        : approverOf(agent, call.name);
     return approver ? { ...call, approval: { approver, expires_at } } : call;
   });
 }
@@ -68,10 +80,13 @@ export const waitingApprovals = (calls: readonly ToolCallRecord[]): Approval[] =
 
 /** What the machine keeps of a turn paused on `approvals`. */
 export const pausedTurnOf = (
-  turn: { turnId: string; replyId: string; key: string | null },
+  turn: { turnId: string; replyId: string; key: string | null; extras?: TurnExtras | undefined },
   approvals: readonly Approval[],
 ): PausedTurn => ({
-  ...turn,
+  turnId: turn.turnId,
+  replyId: turn.replyId,
+  key: turn.key,
+  ...(turn.extras ? { extras: turn.extras } : {}),
   waiting: approvals.map((a) => ({
     id: a.call_id,
     approver: a.approver,
@@ -119,6 +134,14 @@ export const cancelledOutput = {
 
 /** A stored call with its result. */
 export const hasResult = (c: StepCall) => 'status' in c && (c.status === 'ok' || c.status === 'error');
+
+/** The names of the functions the client declared for a turn. */
+export const functionNames = (extras: TurnExtras | undefined): ReadonlySet<string> =>
+  new Set((extras?.functions ?? []).map((f) => f.name));
+
+/** `approvals` with those that wait for a client's function output marked so. */
+export const markFunctions = (approvals: readonly Approval[], names: ReadonlySet<string>): Approval[] =>
+  approvals.map((a) => (names.has(a.tool) ? { ...a, function: true as const } : a));
 
 /** A call that waits for its decision: a new one committed so, or a stored one still waiting. */
 export const isWaiting = (c: StepCall): boolean =>

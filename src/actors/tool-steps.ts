@@ -10,7 +10,7 @@ import type { AgentConfig } from '../agents/catalogue.ts';
 import { addUsage, callUsage, noUsage } from '../agents/pricing.ts';
 import type { ModelMessage, ModelReply, ModelToolSpec } from '../agents/provider.ts';
 import { AppError } from '../errors.ts';
-import { mayCallTools } from '../machines/session.ts';
+import { mayCallTools, type TurnExtras } from '../machines/session.ts';
 import type { MessageUsage, StopReason, ToolCallRecord, ToolCallSummary } from '../store/store.ts';
 import type { AgentTools } from '../tools/agent-tools.ts';
 import { turnAwaitingEvent } from '../webhooks/webhook-events.ts';
@@ -21,8 +21,10 @@ import {
   type Approval,
   approvalOf,
   awaitingWhereNeeded,
+  functionNames,
   hasResult,
   isWaiting,
+  markFunctions,
   pausedTurnOf,
   runnable,
   systemDenials,
@@ -58,8 +60,11 @@ export interface StepsTurn {
   ask: StepModel;
   /** The calls earlier operations of the turn committed, with their results where they committed them. */
   resumed: readonly ToolCallRecord[];
-  /** What the machine keeps of the turn when a step pauses it: its reply's id and its send's key. */
-  pause: { replyId: string; key: string | null };
+  /**
+   * What the machine keeps of the turn when a step pauses it: its reply's id, its send's key, and what the
+   * request added to the turn (functions the client declared, instructions), which it goes on with.
+   */
+  pause: { replyId: string; key: string | null; extras?: TurnExtras | undefined };
   /**
    * Whether the committed steps are told again through the observer (a keyed retry to an observer that
    * cannot read the store); otherwise the observer has them from the store and only what is new is told.
@@ -153,7 +158,8 @@ class StepLoop {
   /** One model call, its text streamed as it comes: the calls it asks for, or the end of the turn. */
   async askModel(): Promise<ModelStep> {
     if (!(await this.#withinBudget())) return { end: true, stop_reason: 'budget' };
-    const specs = this.#tools?.specs() ?? [];
+    // The client's functions are declared beside the agent's tools; a call to one waits for its output.
+    const specs = [...(this.#tools?.specs() ?? []), ...(this.#turn.pause.extras?.functions ?? [])];
     const snapshot = this.#context.entry.actor.getSnapshot();
     const choice = mayCallTools(snapshot, this.#turn.agent.max_steps) ? 'auto' : 'none';
     const before = this.#text;
@@ -188,6 +194,7 @@ class StepLoop {
       newCalls(asked, { turnId, step, said, usage: callUsage(agent, reply.usage) }),
       new Set(answered.keys()),
       at,
+      functionNames(pause.extras),
     );
     const approvals = calls.flatMap((c) => approvalOf(c, at) ?? []);
     const paused = approvals.length > 0 ? pausedTurnOf({ turnId, ...pause }, approvals) : undefined;
@@ -230,7 +237,10 @@ class StepLoop {
       tool_calls: asked,
     });
     const observer = this.#context.observer;
-    const approvals = waiting.flatMap((c) => approvalOf(c) ?? []);
+    const approvals = markFunctions(
+      waiting.flatMap((c) => approvalOf(c) ?? []),
+      functionNames(this.#turn.pause.extras),
+    );
     if (tell) {
       for (const c of calls) {
         const approval = approvals.find((a) => a.call_id === c.id);

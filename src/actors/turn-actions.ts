@@ -6,15 +6,15 @@
 import { AppError, sessionNotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Approver, Handoff, SessionStatus } from '../machines/session.ts';
-import type { SessionRecord, Store } from '../store/store.ts';
+import type { JsonObject, MessageRecord, SessionRecord, Store } from '../store/store.ts';
 import type { Reservation } from './admission.ts';
 import type { DecideResult, Decision } from './approvals.ts';
 import { type CancelResult, storedTurnAnswer } from './cancel.ts';
 import type { TurnObserver } from './operation-context.ts';
 import type { SessionEntry } from './resident-actors.ts';
 import type { SessionHost } from './session-host.ts';
-import type { Authorize } from './session-inputs.ts';
-import { type Approval, approvalOf } from './step-approvals.ts';
+import { type Authorize, type BlockInput, contentBlocks } from './session-inputs.ts';
+import { type Approval, approvalOf, functionNames } from './step-approvals.ts';
 
 export class TurnActions {
   protected readonly options: { store: Store; host: SessionHost };
@@ -96,6 +96,51 @@ export class TurnActions {
     const session = await this.options.store.getSession(tenantId, sessionId);
     if (!session) throw sessionNotFound(sessionId);
     return session;
+  }
+
+  /** Replaces the session's metadata once that is committed; the session as stored then. */
+  async updateMetadata(
+    tenantId: string,
+    sessionId: string,
+    metadata: JsonObject,
+    authorize: Authorize,
+  ): Promise<SessionRecord> {
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
+    await this.options.host.submit(entry, { id: newId('op'), kind: 'metadata', payload: { metadata } });
+    const session = await this.options.store.getSession(tenantId, sessionId);
+    if (!session) throw sessionNotFound(sessionId);
+    return session;
+  }
+
+  /**
+   * Stores the user's messages in order, in one commit, without a turn: no model answers them (the next send's
+   * turn sees them in its history). Bounded, refused and answered 409 as a send's message would be.
+   */
+  async addMessages(
+    tenantId: string,
+    sessionId: string,
+    contents: { content: string | BlockInput[]; fileAt: (i: number) => (string | number)[] }[],
+    authorize: Authorize,
+  ): Promise<MessageRecord[]> {
+    const entry = await this.entryOf(tenantId, sessionId, authorize);
+    const blocks = await Promise.all(
+      contents.map((c) => contentBlocks(this.options.store, tenantId, c.content, c.fileAt, authorize)),
+    );
+    const messages = blocks.map((content) => ({
+      id: newId('msg'),
+      role: 'user' as const,
+      content,
+      metadata: null,
+    }));
+    const payload = { messages, reply: false, replyId: newId('msg') };
+    const result = await this.options.host.submit(entry, { id: newId('turn'), kind: 'send', payload });
+    return this.options.store.turnMessages(sessionId, result.turn_id);
+  }
+
+  /** The names of the functions the client declared for the session's paused turn, if one is paused. */
+  async pausedFunctions(sessionId: string): Promise<ReadonlySet<string>> {
+    const entry = await this.options.host.entry(sessionId);
+    return functionNames(entry?.actor.getSnapshot().context.paused?.extras);
   }
 
   /** The id of the session's paused turn, if it has one (its actor is activated to tell). */

@@ -8,7 +8,7 @@ import type { PausedTurn } from '../machines/session.ts';
 import type { ToolCallRecord } from '../store/store.ts';
 import { agentOf, type OperationContext, type OperationDeps, type OperationOf } from './operation-context.ts';
 import { publicMessage } from './public-message.ts';
-import { systemDenials, waitingApprovals, wakeAt } from './step-approvals.ts';
+import { functionNames, markFunctions, systemDenials, waitingApprovals, wakeAt } from './step-approvals.ts';
 import { runSteps, type StepsOutcome } from './tool-steps.ts';
 import type { TurnResult } from './turn.ts';
 import { commitReply, countTurn, reportFailure, turnPrompt } from './turn-end.ts';
@@ -64,7 +64,8 @@ export async function moveOn(
 ): Promise<TurnResult> {
   const approvals = waitingApprovals(calls);
   if (approvals.length > 0) {
-    return { turn_id: paused.turnId, agent_message: null, approvals, usage: null, replayed: false };
+    const marked = markFunctions(approvals, functionNames(paused.extras));
+    return { turn_id: paused.turnId, agent_message: null, approvals: marked, usage: null, replayed: false };
   }
   return continueTurn(deps, context, paused);
 }
@@ -78,13 +79,13 @@ async function continueTurn(
   const { session } = context.entry;
   const { agent, provider } = agentOf(deps, session.agent_id);
   const started = performance.now();
-  const { turnId, replyId, key } = paused;
+  const { turnId, replyId, key, extras } = paused;
   context.runsTurn(turnId);
   const continued = context.observer?.continued;
   if (continued) await continued.call(context.observer, turnId, replyId);
   let outcome: StepsOutcome;
   try {
-    const system = await turnPrompt(deps, context, agent);
+    const system = await turnPrompt(deps, context, agent, extras);
     const ask = firstTokenTimed(
       deps,
       agent,
@@ -97,7 +98,7 @@ async function continueTurn(
       turnId,
       ask,
       resumed,
-      pause: { replyId, key },
+      pause: { replyId, key, extras },
       retell: !continued,
     });
   } catch (err) {

@@ -3,8 +3,9 @@
 // reported; a paused turn's end also clears the paused state and the session's wake_at. And the system prompt
 // every part of a turn is asked with.
 import type { AgentConfig } from '../agents/catalogue.ts';
-import { systemPrompt } from '../agents/prompt.ts';
+import { systemPrompt, withRequestInstructions } from '../agents/prompt.ts';
 import { AppError } from '../errors.ts';
+import type { TurnExtras } from '../machines/session.ts';
 import type { MessageUsage } from '../store/store.ts';
 import { handoffAsked } from '../tools/handoff-tool.ts';
 import { turnCompletedEvent, turnFailedEvent } from '../webhooks/webhook-events.ts';
@@ -149,13 +150,20 @@ export async function reportFailure(
   }
 }
 
-/** The system prompt of the session's turns: the agent's instructions, its context and its user's details. */
+/**
+ * The system prompt of the session's turns: the agent's instructions, its context and its user's details, then
+ * the instructions the request added for this turn, if any.
+ */
 export async function turnPrompt(
   deps: OperationDeps,
   context: OperationContext,
   agent: AgentConfig,
+  extras?: TurnExtras,
 ): Promise<string> {
   const { session } = context.entry;
   const user = session.user ? await deps.store.getUser(session.tenant_id, session.user.id) : null;
-  return systemPrompt(agent.instructions, session.context, user);
+  const prompt = systemPrompt(agent.instructions, session.context, user);
+  // A request's instructions come after the agent's, never instead of them: the agent's are the integrator's
+  // rules for every conversation, a request's only add to them for its turn.
+  return extras?.instructions ? withRequestInstructions(prompt, extras.instructions) : prompt;
 }

@@ -8,6 +8,7 @@ import type { AgentConfig } from '../agents/catalogue.ts';
 import { estimateCorrection, fitsAlone } from '../agents/context-window.ts';
 import type { Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
+import type { TurnExtras } from '../machines/session.ts';
 import type { ContentBlock, JsonObject, MessageAuthor, MessageRecord } from '../store/store.ts';
 import { checkBudget } from './budgets.ts';
 import {
@@ -41,6 +42,8 @@ export interface SendPayload {
   replyId: string;
   /** Where the last message's content is in the request, for a 422 about it (a send's `body.content`). */
   contentAt?: (string | number)[];
+  /** What the request adds to this turn: functions the client runs, instructions after the agent's. */
+  extras?: TurnExtras;
 }
 
 export interface TurnResult {
@@ -106,7 +109,8 @@ export async function runTurn(
 
   const earlier = idempotency ? (await currentLookup(store, context.entry, idempotency)).attempt : null;
   if (earlier?.state === 'finished') return replayOf(earlier);
-  const system = payload.reply ? await turnPrompt(deps, context, agent) : '';
+  if (payload.extras?.functions) refuseClashes(deps, agent, payload.extras.functions);
+  const system = payload.reply ? await turnPrompt(deps, context, agent, payload.extras) : '';
   if (earlier?.state === 'started') {
     // The first attempt stored its messages and then failed or died: produce the missing reply only.
     turnId = earlier.turn_id;
@@ -190,7 +194,7 @@ export async function runTurn(
       turnId,
       ask,
       resumed,
-      pause: { replyId: payload.replyId, key },
+      pause: { replyId: payload.replyId, key, extras: payload.extras },
       retell: !continued,
     });
   } catch (err) {
@@ -263,6 +267,25 @@ async function storeForHumans(
     handled_by: 'humans',
     user_message: view,
   };
+}
+
+/**
+ * A function the client declares under the name of one of the agent's tools would make a call to it
+ * ambiguous (run by Parley, or by the client?): refused (422) before anything is stored.
+ */
+function refuseClashes(
+  deps: OperationDeps,
+  agent: AgentConfig,
+  functions: NonNullable<TurnExtras['functions']>,
+): void {
+  const own = new Set((deps.tools.get(agent.id)?.specs() ?? []).map((spec) => spec.name));
+  const i = functions.findIndex((f) => own.has(f.name));
+  if (i < 0) return;
+  throw ValidationError.at(
+    ['body', 'tools', i, 'name'],
+    `The agent has a tool named ${functions[i]?.name}; name the function otherwise`,
+    'value_error',
+  );
 }
 
 /**

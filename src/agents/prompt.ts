@@ -47,3 +47,12 @@ export function systemPrompt(instructions: string, context: JsonObject, user: Us
   }
   return parts.join('\n\n');
 }
+
+/**
+ * The prompt with the instructions a request added for its turn, after everything else and in a block of
+ * their own, so that the model (and anyone reading a trace) tells them from the agent's.
+ */
+export function withRequestInstructions(prompt: string, instructions: string): string {
+  const added = block('request_instructions', instructions.split('\n'));
+  return prompt === '' ? added : `${prompt}\n\n${added}`;
+}

@@ -1,7 +1,8 @@
 // The scripted provider: deterministic, no network; the embedded default, used by tests and benchmarks.
-// Its reply echoes what it was given (the user's name, the session context, the last message), so that
-// prompt assembly is visible from outside. `[[fail]]` or `[[stall]]` in the last message simulate a
-// failing or silent model; an agent's `max_tokens` cuts the reply at that many words, as a real model would.
+// Its reply echoes what it was given (the user's name, the session context, the instructions a request added
+// for its turn, the last message), so that prompt assembly is visible from outside. `[[fail]]` or `[[stall]]`
+// in the last message simulate a failing or silent model; an agent's `max_tokens` cuts the reply at that many
+// words, as a real model would.
 // `[[tool:NAME {json}]]` asks for a tool call in the turn's first step (`[[tool@N:…]]` in step N; several in
 // one step run in parallel), so that the step loop is testable offline; the final reply then lists what the
 // tools gave.
@@ -66,8 +67,10 @@ export function scriptedReply(request: Pick<ModelRequest, 'system' | 'messages'>
   const nameLine = blockLines(request.system, 'user_info').find((l) => l.startsWith('name: '));
   const name = nameLine ? String(JSON.parse(nameLine.slice('name: '.length))) : undefined;
   const context = blockLines(request.system, 'session_context');
+  const added = blockLines(request.system, 'request_instructions');
   const parts = [name ? `Hello ${name}!` : 'Hello!', `You said: "${said}".`];
   if (context.length > 0) parts.push(`Context: ${context.join(', ')}.`);
+  if (added.length > 0) parts.push(`Instructions for this turn: ${added.join(' ')}.`);
   if (attachments > 0) parts.push(`Attachments: ${attachments}.`);
   return parts.join(' ');
 }

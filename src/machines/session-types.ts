@@ -20,6 +20,28 @@ export interface PausedTurn {
   key: string | null;
   /** The calls still waiting; none once every call of the step is decided (the turn may then go on). */
   waiting: WaitingCall[];
+  /**
+   * What the request that started the turn added to it (an Open Responses request's `tools` and
+   * `instructions`), kept so that the turn goes on with them after a restart; absent for most turns.
+   */
+  extras?: TurnExtras;
+}
+
+/**
+ * A turn's additions to its agent, from the request that started it: functions the client declared (the
+ * model may call them; the client runs them and sends their output back) and instructions added to the
+ * agent's own. JSON only, like the rest of a snapshot.
+ */
+export interface TurnExtras {
+  functions?: ClientFunction[];
+  instructions?: string;
+}
+
+/** A function the client declared: the model sees it like a tool, and a call to it waits for its output. */
+export interface ClientFunction {
+  name: string;
+  description: string;
+  input_schema: Record<string, unknown>;
 }
 
 /**
@@ -35,7 +57,7 @@ export interface Handoff {
 /**
  * `decide` takes decisions on a paused turn's calls, `resume` moves a paused turn on (expired calls denied, a
  * decided turn continued), `cancel` ends a running or paused turn, `handoff` hands the session to people or
- * back to the agent.
+ * back to the agent, `metadata` replaces the session's metadata.
  */
 export type OperationKind =
   | 'send'
@@ -45,7 +67,8 @@ export type OperationKind =
   | 'decide'
   | 'resume'
   | 'cancel'
-  | 'handoff';
+  | 'handoff'
+  | 'metadata';
 
 /**
  * An operation as the machine sees it: which one, of what kind, and the Idempotency-Key and request

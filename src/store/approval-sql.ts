@@ -29,15 +29,17 @@ export function awaitingApproval(d: Dialect, sessionIds: readonly string[]): Sta
 /**
  * The decisions of one write, each on a call still awaiting approval (RETURNING its id: a statement that
  * returns no row met a call that was not waiting, and the driver undoes the write). An approved call goes
- * back to no status, to be run; a denied one is completed with its error result, next in the turn's order.
+ * back to no status, to be run; a denied one is completed with its error result, and a client's function
+ * call with the output the client sent, next in the turn's order.
  */
 export function decisionStatements(d: Dialect, write: SessionWrite, at: string): Statement[] {
   return (write.decisions ?? []).map((r) => {
     const q = new Query(d);
     // Parameters are added in the order the text reads them (SQLite's `?` is positional).
+    // A denied call is completed with its error result, a client's function call with the output it sent.
     const result =
-      r.decision === 'denied'
-        ? `status = 'error', output = ${q.param(JSON.stringify(r.output ?? null))}, duration_ms = 0,
+      r.decision === 'denied' || r.output !== undefined
+        ? `status = ${r.decision === 'denied' ? `'error'` : `'ok'`}, output = ${q.param(JSON.stringify(r.output ?? null))}, duration_ms = 0,
         completed_at = ${q.param(at)}, completed_seq = (SELECT COALESCE(MAX(completed_seq), 0) + 1
           FROM tool_calls WHERE session_id = ${q.param(write.session_id)} AND turn_id = ${q.param(r.turn_id)}),`
         : 'status = NULL,';

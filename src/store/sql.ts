@@ -244,6 +244,7 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
         THEN ${textParam(p.handoff ? 'humans' : 'agent')} ELSE handled_by END,
       handoff = CASE WHEN CAST(${q.param(p.handoff === undefined ? 0 : 1)} AS INTEGER) = 1
         THEN ${textParam(p.handoff ? JSON.stringify(p.handoff) : null)} ELSE handoff END,
+      metadata = coalesce(${textParam(p.metadata ? JSON.stringify(p.metadata) : null)}, metadata),
       messages_count = messages_count + CAST(${q.param(write.messages?.length ?? 0)} AS INTEGER),
       events_count = events_count + CAST(${q.param(write.events?.length ?? 0)} AS INTEGER),
       snapshot = ${q.param(p.snapshot)}, version = version + 1, updated_at = ${q.param(at)}

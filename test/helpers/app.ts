@@ -9,8 +9,10 @@ import { buildApp } from '../../src/app.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey } from '../../src/auth/api-keys.ts';
 import { loadConfig } from '../../src/config.ts';
 import { newId } from '../../src/ids.ts';
+import { PostgresStore } from '../../src/store/postgres/store.ts';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Store } from '../../src/store/store.ts';
+import { createTestDatabase } from './postgres.ts';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -27,14 +29,26 @@ export async function makeTempDir(prefix = 'parley-test-'): Promise<string> {
   return mkdtemp(join(tmpdir(), prefix));
 }
 
-/** An app on a fresh data directory; its store is SQLite there unless `makeStore` gives another. */
+/**
+ * An app on a fresh data directory; its store is SQLite there unless `makeStore` gives another, or, with
+ * PARLEY_TEST_STORE=postgres, a fresh PostgreSQL database (how a suite written for SQLite is run on
+ * PostgreSQL too, e.g. test/http/responses/postgres.test.ts).
+ */
 export async function buildTestApp(
   env: Record<string, string> = {},
-  makeStore: (dataDir: string) => Store = (dir) => new SqliteStore(join(dir, 'parley.db')),
+  makeStore?: (dataDir: string) => Store,
 ): Promise<TestApp> {
+  let drop = async () => {};
+  if (!makeStore && process.env.PARLEY_TEST_STORE === 'postgres') {
+    const created = await createTestDatabase();
+    if (!created.db) throw new Error(`PARLEY_TEST_STORE=postgres: ${created.reason}`);
+    const { db } = created;
+    drop = () => db.drop();
+    makeStore = () => new PostgresStore(db.url);
+  }
   const dataDir = await makeTempDir();
   const config = loadConfig({ PARLEY_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...env });
-  const store = makeStore(dataDir);
+  const store = (makeStore ?? ((dir) => new SqliteStore(join(dir, 'parley.db'))))(dataDir);
   const app = await buildApp(config, { store });
   await app.ready();
 
@@ -61,6 +75,7 @@ export async function buildTestApp(
     async close() {
       await app.close();
       await store.close();
+      await drop();
       await rm(dataDir, { recursive: true, force: true });
     },
   };

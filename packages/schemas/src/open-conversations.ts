@@ -2,6 +2,7 @@
 // session, its items are the session's messages. Also the input items of a response and a cancelled response.
 import { z } from 'zod';
 import { messageExample } from './messages.ts';
+import { responseInputMessage } from './response-inputs.ts';
 import { replyItemExample } from './responses.ts';
 import { sessionExample } from './sessions.ts';
 
@@ -23,15 +24,48 @@ export const openConversationCreate = z
           '`agent` names the agent the conversation is with; the rest is kept as the session metadata',
       }),
     items: z
-      .array(z.unknown())
-      .max(0, 'Send the first message with POST /v1/responses: a conversation starts empty')
+      .array(responseInputMessage)
+      .max(20)
       .nullable()
-      .optional(),
+      .optional()
+      .meta({ description: 'User messages to start with, stored without a turn (no model answers them)' }),
   })
   .meta({
     id: 'OpenConversationCreate',
     examples: [{ metadata: { agent: 'support', crm_ticket: 'T-1042' } }],
   });
+
+export const openConversationUpdate = z
+  .object({
+    metadata: metadata.meta({
+      description:
+        "The conversation's metadata, replaced whole; `agent`, if given, must name the conversation's agent",
+    }),
+  })
+  .meta({
+    id: 'OpenConversationUpdate',
+    examples: [{ metadata: { agent: 'support', crm_ticket: 'T-1043' } }],
+  });
+
+/** The most items one request adds to a conversation (OpenAI's own bound). */
+export const MAX_ADDED_ITEMS = 20;
+
+export const conversationItemsCreate = z
+  .object({
+    items: z
+      .array(responseInputMessage)
+      .min(1)
+      .max(MAX_ADDED_ITEMS)
+      .meta({ description: 'User messages, stored in order without a turn: no model answers them' }),
+  })
+  .meta({
+    id: 'OpenConversationItemsCreate',
+    examples: [{ items: [{ type: 'message', role: 'user', content: 'My order number is A-1042.' }] }],
+  });
+
+export const conversationItemsQuery = z.object({
+  include: z.union([z.string(), z.array(z.string())]).optional(),
+});
 
 export const openConversation = z
   .object({

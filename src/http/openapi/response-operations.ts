@@ -6,9 +6,9 @@ export const responseOperationDocs: Record<string, OperationDoc> = {
   'POST /v1/responses': {
     id: 'createResponse',
     description:
-      'Open Responses: sends `input` (a string, or one user message of `input_text`, `input_image` and `input_file` parts naming uploaded Parley files) to the agent named by `model`, in the session named by `conversation` or `previous_response_id`, or in a new one. Answers the response object (its `id` names the session and the turn), or with `stream: true` the Open Responses event stream, each event with its `sequence_number`. Takes the API key as `Authorization: Bearer` too, so that the OpenAI SDKs work unchanged; `store: false`, `background: true`, `instructions`, client tools and non-text output formats are refused with a 422 naming the field.',
+      "Open Responses: sends `input` (a string, or one user message of `input_text`, `input_image` and `input_file` parts naming uploaded Parley files) to the agent named by `model`, in the session named by `conversation` or `previous_response_id`, or in a new one. Answers the response object (its `id` names the session and the turn), or with `stream: true` the Open Responses event stream, each event with its `sequence_number`. `tools` declares functions the client runs: a call to one ends the response (completed, its last item the `function_call`), and a request with `previous_response_id` and `function_call_output` items (or `mcp_approval_response` items, for a call that must be approved) makes the same turn go on; an output or a decision is taken once (409 `approval_not_pending` after). `instructions` are added after the agent's own, for this turn. Takes the API key as `Authorization: Bearer` too, so that the OpenAI SDKs work unchanged; `store: false`, `background: true`, tools other than functions and non-text output formats are refused with a 422 naming the field.",
     ok: 'The response object, or its event stream',
-    errors: [...agent, ...session, ...turn],
+    errors: [...agent, ...session, ...turn, 'approval_not_pending'],
     replays: true,
   },
   'GET /v1/responses/{response_id}': {
@@ -35,15 +35,29 @@ export const responseOperationDocs: Record<string, OperationDoc> = {
   'POST /v1/conversations': {
     id: 'createOpenConversation',
     description:
-      'Conversations API: creates a session of the agent named in `metadata.agent` (the other metadata keys are kept as the session metadata). A conversation starts empty: send its first message with `createResponse` and `conversation`.',
+      'Conversations API: creates a session of the agent named in `metadata.agent` (the other metadata keys are kept as the session metadata). Its `items`, if any, are user messages stored without a turn, as `createOpenConversationItems` stores them; send a message to answer with `createResponse` and `conversation`.',
     ok: 'The conversation',
-    errors: [...agent],
+    errors: [...agent, 'file_not_found', 'session_message_limit_reached'],
   },
   'GET /v1/conversations/{conversation_id}': {
     id: 'getOpenConversation',
     description: 'Reads a conversation: its session id, creation time and metadata (with `agent`).',
     ok: 'The conversation',
     errors: [...session],
+  },
+  'POST /v1/conversations/{conversation_id}': {
+    id: 'updateOpenConversation',
+    description:
+      "Replaces the conversation's metadata whole (`agent`, if given, must name the conversation's own agent: a session keeps its agent).",
+    ok: 'The conversation',
+    errors: [...session, 'session_closed', 'session_expired', 'session_busy'],
+  },
+  'POST /v1/conversations/{conversation_id}/items': {
+    id: 'createOpenConversationItems',
+    description:
+      'Adds up to 20 user messages to the conversation, stored in order in one commit without a turn: no model answers them, and the next response has them in its history. Refused (409) while a turn waits for a decision or a function output, and bounded by the session message limit.',
+    ok: 'The added items',
+    errors: [...session, ...turn],
   },
   'DELETE /v1/conversations/{conversation_id}': {
     id: 'deleteOpenConversation',

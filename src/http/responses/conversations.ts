@@ -1,8 +1,12 @@
 // The Conversations API shape (docs/guides/openai-sdks.md): a conversation is a session of the agent named in
-// `metadata.agent`, its items the session's messages. Deleting one closes the session (its messages stay
-// stored, as a terminated session's do); it then takes no more responses.
+// `metadata.agent`, its items the session's messages. Updating one replaces its metadata; adding items stores
+// user messages without a turn, as OpenAI's Conversations API adds items without a response. Deleting one
+// closes the session (its messages stay stored, as a terminated session's do); it then takes no more
+// responses.
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
+  conversationItemsCreate,
+  conversationItemsQuery,
   conversationParams,
   itemList,
   itemListQuery,
@@ -10,14 +14,17 @@ import {
   openConversation,
   openConversationCreate,
   openConversationDeleted,
+  openConversationUpdate,
+  type ResponseInputMessage,
 } from '#schemas';
 import type { SessionService } from '../../actors/session-service.ts';
-import { AppError } from '../../errors.ts';
+import { AppError, ValidationError } from '../../errors.ts';
 import type { MessageRecord, SessionRecord, Store } from '../../store/store.ts';
 import { assertAgentAllowed, tenantOf } from '../auth/api-key.ts';
-import { keySession } from '../auth/session-target.ts';
+import { keyAuthorize, keySession } from '../auth/session-target.ts';
 import { createsSession, onConversation } from '../server/route-config.ts';
 import { itemOf, itemPage } from './items.ts';
+import { userContent } from './mapping.ts';
 import { stringMetadata } from './stored.ts';
 
 interface Options {
@@ -35,6 +42,13 @@ const conversationOf = (session: SessionRecord) => ({
   metadata: { ...stringMetadata(session.metadata), agent: session.agent_id },
 });
 
+/** User message items as the contents to store, each with where the body names its files. */
+const contentsOf = (items: readonly ResponseInputMessage[], field: string) =>
+  items.map((item, i) => ({
+    content: userContent(item.content),
+    fileAt: (j: number) => ['body', field, i, 'content', j, 'file_id'],
+  }));
+
 export const conversationRoutes: FastifyPluginAsyncZod<Options> = async (app, { store, sessions }) => {
   app.post(
     '/v1/conversations',
@@ -50,7 +64,13 @@ export const conversationRoutes: FastifyPluginAsyncZod<Options> = async (app, { 
     async (request) => {
       const { agent = '', ...metadata } = request.body.metadata;
       assertAgentAllowed(request, agent);
-      return conversationOf(await sessions.createSession(tenantOf(request), agent, { metadata }));
+      const tenantId = tenantOf(request);
+      const session = await sessions.createSession(tenantId, agent, { metadata });
+      const items = request.body.items ?? [];
+      // Created first, then given its items (as items.create would): a refused item leaves it empty.
+      if (items.length > 0)
+        await sessions.addMessages(tenantId, session.id, contentsOf(items, 'items'), keyAuthorize(request));
+      return conversationOf(session);
     },
   );
 
@@ -68,6 +88,55 @@ export const conversationRoutes: FastifyPluginAsyncZod<Options> = async (app, { 
     async (request) => {
       const { tenantId, sessionId, authorize } = keySession(request, request.params.conversation_id);
       return conversationOf(await sessions.getSession(tenantId, sessionId, authorize));
+    },
+  );
+
+  app.post(
+    '/v1/conversations/:conversation_id',
+    {
+      config: onConversation,
+      schema: {
+        tags: ['responses'],
+        summary: "Update a conversation: replace its metadata (its agent stays the conversation's)",
+        params: conversationParams,
+        body: openConversationUpdate,
+        response: { 200: openConversation, ...openAiErrors },
+      },
+    },
+    async (request) => {
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.conversation_id);
+      const { agent, ...metadata } = request.body.metadata;
+      const session = await sessions.getSession(tenantId, sessionId, authorize);
+      if (agent !== undefined && agent !== session.agent_id) {
+        throw ValidationError.at(
+          ['body', 'metadata', 'agent'],
+          `The conversation is with agent ${session.agent_id}; its agent cannot change`,
+          'value_error',
+        );
+      }
+      return conversationOf(await sessions.updateMetadata(tenantId, sessionId, metadata, authorize));
+    },
+  );
+
+  app.post(
+    '/v1/conversations/:conversation_id/items',
+    {
+      config: onConversation,
+      schema: {
+        tags: ['responses'],
+        summary:
+          'Add user messages to a conversation, stored in order without a turn (no model answers them)',
+        params: conversationParams,
+        querystring: conversationItemsQuery,
+        body: conversationItemsCreate,
+        response: { 200: itemList, ...openAiErrors },
+      },
+    },
+    async (request) => {
+      const { tenantId, sessionId, authorize } = keySession(request, request.params.conversation_id);
+      const contents = contentsOf(request.body.items, 'items');
+      const added = await sessions.addMessages(tenantId, sessionId, contents, authorize);
+      return itemPage(added.map(itemOf), { limit: added.length, order: 'asc' });
     },
   );
 

@@ -3,7 +3,10 @@
 // `function_call_output` items before its text, a `message` item, and `usage` is the reply's.
 
 import {
+  type FunctionToolParam,
+  type ResponseAnswerItem,
   type ResponseCreate,
+  type ResponseInputMessage,
   type ResponseObject,
   type ResponseOutputItem,
   responseSettings,
@@ -61,24 +64,32 @@ export function continuedSessionOf(body: unknown): string | null {
   return typeof previous === 'string' ? (parseResponseId(previous)?.sessionId ?? null) : null;
 }
 
-/** The request's input as the content of the user message, and where each block's file is named. */
-export function userContent(input: ResponseCreate['input']): {
-  content: string | BlockInput[];
-  fileAt: (i: number) => (string | number)[];
-} {
+/**
+ * What the request's input is: a user message (its content, and where each block's file is named), or the
+ * answers a paused response waits for (the schema allows nothing else).
+ */
+export function requestInput(
+  input: ResponseCreate['input'],
+):
+  | { content: string | BlockInput[]; fileAt: (i: number) => (string | number)[] }
+  | { answers: ResponseAnswerItem[] } {
   const fileAt = (i: number) => ['body', 'input', 0, 'content', i, 'file_id'];
   if (typeof input === 'string') return { content: input, fileAt };
-  const { content } = input[0];
-  if (typeof content === 'string') return { content, fileAt };
-  return {
-    content: content.map(
-      (part): BlockInput =>
-        part.type === 'input_text'
-          ? { type: 'text', text: part.text }
-          : { type: part.type === 'input_image' ? 'image' : 'file', file_id: part.file_id },
-    ),
-    fileAt,
-  };
+  const first = input[0];
+  if (!('role' in first))
+    return { answers: input.flatMap((item): ResponseAnswerItem[] => ('role' in item ? [] : [item])) };
+  return { content: userContent(first.content), fileAt };
+}
+
+/** A user message item's content as the content of a Parley message. */
+export function userContent(content: ResponseInputMessage['content']): string | BlockInput[] {
+  if (typeof content === 'string') return content;
+  return content.map(
+    (part): BlockInput =>
+      part.type === 'input_text'
+        ? { type: 'text', text: part.text }
+        : { type: part.type === 'input_image' ? 'image' : 'file', file_id: part.file_id },
+  );
 }
 
 /** A response's status for a reply's stop_reason, with why an incomplete one stopped. */
@@ -170,7 +181,28 @@ export interface ResponseFacts {
   createdAt: number;
   previousResponseId: string | null;
   metadata: Record<string, string> | null;
+  /** The functions and instructions the request added (echoed as the specification asks); none when read. */
+  tools?: FunctionToolParam[] | null | undefined;
+  instructions?: string | null | undefined;
 }
+
+/** The functions a request declared, as the response's `tools` shows them (every field present). */
+export const toolsOf = (tools: FunctionToolParam[] | null | undefined) =>
+  (tools ?? []).map((t) => ({
+    type: 'function' as const,
+    name: t.name,
+    description: t.description ?? null,
+    parameters: t.parameters ?? null,
+    strict: t.strict ?? null,
+  }));
+
+/** The functions a request declared, as the turn gives them to the model. */
+export const functionsOf = (tools: FunctionToolParam[] | null | undefined) =>
+  (tools ?? []).map((t) => ({
+    name: t.name,
+    description: t.description ?? '',
+    input_schema: t.parameters ?? { type: 'object', properties: {} },
+  }));
 
 /** The response object of a turn: in progress (no result yet) or as `result` ended it. */
 export function responseObject(
@@ -194,10 +226,11 @@ export function responseObject(
     incomplete_details: incomplete ? { reason: incomplete } : null,
     model: facts.agentId,
     previous_response_id: facts.previousResponseId,
-    instructions: null,
+    instructions: facts.instructions || null,
     output,
     error: status === 'failed' ? { code: 'server_error', message: 'The model call failed.' } : null,
     ...responseSettings,
+    tools: toolsOf(facts.tools),
     usage: usage
       ? {
           input_tokens: usage.input_tokens,

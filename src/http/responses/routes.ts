@@ -1,8 +1,10 @@
 // `POST /v1/responses`: a response is a turn of a session (docs/guides/openai-sdks.md).
 // `model` names the agent; `conversation` or `previous_response_id` the session to continue, else a new one
 // is created. The send is the send routes' own (sessions.send): the same Idempotency-Key, budgets, bounds and
-// errors; answered as the response object, or with `stream: true` as the Open Responses event stream.
-import type { FastifyRequest } from 'fastify';
+// errors; answered as the response object, or with `stream: true` as the Open Responses event stream. The
+// request's functions and instructions go with the turn; an input of answers (function outputs, decisions)
+// is the decision operation on the paused turn instead (answers.ts).
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import {
   idempotencyHeaders,
@@ -11,6 +13,7 @@ import {
   responseCreate,
   responseCreated,
 } from '#schemas';
+import type { Decision } from '../../actors/approvals.ts';
 import type { TurnObserver } from '../../actors/operation-context.ts';
 import type { SessionService } from '../../actors/session-service.ts';
 import { ValidationError } from '../../errors.ts';
@@ -20,7 +23,15 @@ import { keyAuthorize } from '../auth/session-target.ts';
 import { createsSession } from '../server/route-config.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { streamTurn } from '../turns/stream.ts';
-import { continuedSession, continuedSessionOf, responseObject, userContent } from './mapping.ts';
+import { answeredStep, answeredTurn, answerObject, decisionsOf, turnOutput } from './answers.ts';
+import {
+  continuedSession,
+  continuedSessionOf,
+  functionsOf,
+  type ResponseFacts,
+  requestInput,
+  responseObject,
+} from './mapping.ts';
 import { answerWithResponses } from './stream.ts';
 
 interface Options {
@@ -51,6 +62,55 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
     return session.id;
   };
 
+  /**
+   * The answers to a paused response (function outputs, decisions) as Parley's decision operation on the
+   * turn `previous_response_id` names; answered with what the turn did after the answered pause.
+   */
+  const answerPaused = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    o: { sessionId: string; facts: Omit<ResponseFacts, 'turnId'>; decisions: Decision[] },
+  ) => {
+    const { sessionId, facts, decisions } = o;
+    const turnId = answeredTurn(facts.previousResponseId);
+    const step = await answeredStep(store, sessionId, turnId, decisions);
+    // The client's functions: their outputs are the client's own, never told back.
+    const functions = new Set([
+      ...(await sessions.pausedFunctions(sessionId)),
+      ...(facts.tools ?? []).map((t) => t.name),
+    ]);
+    const decide = (observer?: TurnObserver) =>
+      sessions.decide(tenantOf(request), sessionId, turnId, decisions, {
+        authorize: keyAuthorize(request),
+        by: 'operator',
+        ...(observer ? { observer } : {}),
+      });
+    if ((request.body as ResponseCreate).stream) {
+      return streamTurn(reply, {
+        sessionId,
+        run: decide,
+        store,
+        turns,
+        log: request.log,
+        pingMs,
+        view: (m) => m,
+        showTools: true,
+        allApprovals: true,
+        answer: (to, log, _after, replayed) =>
+          answerWithResponses(to, log, {
+            facts,
+            after: null,
+            pingMs,
+            replayed,
+            from: { step, functions },
+          }),
+      });
+    }
+    const result = await decide();
+    const output = await turnOutput(store, sessionId, turnId, step, result.agent_message, functions);
+    return reply.code(200).send(answerObject({ ...facts, turnId }, result, output));
+  };
+
   app.post(
     '/v1/responses',
     {
@@ -66,30 +126,41 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
     },
     async (request, reply) => {
       const { body } = request;
-      const { content, fileAt } = userContent(body.input);
+      const input = requestInput(body.input);
       const sessionId = await sessionFor(request, body);
       const tenantId = tenantOf(request);
-      const send = (observer?: TurnObserver) =>
-        sessions.send(
-          tenantId,
-          sessionId,
-          { content, role: 'user', metadata: body.metadata ?? null },
-          {
-            authorize: keyAuthorize(request),
-            key: request.headers['idempotency-key'],
-            operation: observer ? 'stream' : 'plain',
-            observer,
-            fileAt,
-            by: 'operator',
-          },
-        );
       const facts = {
         sessionId,
         agentId: body.model,
         createdAt: Math.floor(Date.now() / 1000),
         previousResponseId: body.previous_response_id ?? null,
         metadata: body.metadata ?? null,
+        tools: body.tools,
+        instructions: body.instructions,
       };
+      if ('answers' in input) {
+        return answerPaused(request, reply, { sessionId, facts, decisions: decisionsOf(input.answers) });
+      }
+      const functions = functionsOf(body.tools);
+      const extras = {
+        ...(functions.length > 0 ? { functions } : {}),
+        ...(body.instructions ? { instructions: body.instructions } : {}),
+      };
+      const send = (observer?: TurnObserver) =>
+        sessions.send(
+          tenantId,
+          sessionId,
+          { content: input.content, role: 'user', metadata: body.metadata ?? null },
+          {
+            authorize: keyAuthorize(request),
+            key: request.headers['idempotency-key'],
+            operation: observer ? 'stream' : 'plain',
+            observer,
+            fileAt: input.fileAt,
+            by: 'operator',
+            ...(Object.keys(extras).length > 0 ? { extras } : {}),
+          },
+        );
       if (body.stream) {
         return streamTurn(reply, {
           sessionId,
@@ -107,7 +178,10 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
       }
       const result = await send();
       if (result.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(200).send(responseObject({ ...facts, turnId: result.turn_id }, result));
+      const turn = { ...facts, turnId: result.turn_id };
+      if (result.approvals === null) return reply.code(200).send(responseObject(turn, result));
+      const output = await turnOutput(store, sessionId, result.turn_id, 0, null);
+      return reply.code(200).send(answerObject(turn, result, output));
     },
   );
 };

@@ -19,6 +19,7 @@ import { tenantOf } from '../auth/api-key.ts';
 import { keyAuthorize } from '../auth/session-target.ts';
 import type { LiveTurns } from '../turns/log.ts';
 import { turnLogOf } from '../turns/resume.ts';
+import { turnOutput } from './answers.ts';
 import { itemOf, itemPage } from './items.ts';
 import { parseResponseId, responseObject } from './mapping.ts';
 import { answerWithResponses } from './stream.ts';
@@ -70,7 +71,7 @@ export const storedResponseRoutes: FastifyPluginAsyncZod<Options> = async (
     },
     async (request, reply) => {
       const turn = await turnOf(request, request.params.response_id);
-      if (!request.query.stream) return storedResponse(turn);
+      if (!request.query.stream) return storedResponse(store, turn);
       // The stream again, after `starting_after`: followed live while the owner runs the turn, else rebuilt.
       const { session, turnId, messages } = turn;
       const log = await turnLogOf({ store, sessions, turns }, session, turnId);
@@ -97,7 +98,11 @@ export const storedResponseRoutes: FastifyPluginAsyncZod<Options> = async (
     async (request) => {
       const { session, turnId } = await turnOf(request, request.params.response_id);
       await sessions.cancel(session.tenant_id, session.id, turnId, keyAuthorize(request));
-      return storedResponse({ session, turnId, messages: await store.turnMessages(session.id, turnId) });
+      return storedResponse(store, {
+        session,
+        turnId,
+        messages: await store.turnMessages(session.id, turnId),
+      });
     },
   );
 
@@ -120,21 +125,15 @@ export const storedResponseRoutes: FastifyPluginAsyncZod<Options> = async (
   );
 };
 
-/** A stored turn as a response object: its reply, or in progress while it has none. */
-function storedResponse({
-  session,
-  turnId,
-  messages,
-}: {
-  session: SessionRecord;
-  turnId: string;
-  messages: MessageRecord[];
-}) {
+/** A stored turn as a response object: its reply, or in progress (with the calls made so far) while it has none. */
+async function storedResponse(
+  store: Store,
+  { session, turnId, messages }: { session: SessionRecord; turnId: string; messages: MessageRecord[] },
+) {
   const reply = messages.findLast((m) => m.role === 'assistant');
-  return responseObject(
-    { ...factsOf(session, messages), turnId },
-    { agent_message: reply ? publicMessage(reply) : null },
-  );
+  const facts = { ...factsOf(session, messages), turnId };
+  if (reply) return responseObject(facts, { agent_message: publicMessage(reply) });
+  return responseObject(facts, { agent_message: null }, await turnOutput(store, session.id, turnId, 0, null));
 }
 
 /** What a stored turn's response says of itself, beyond its output. */

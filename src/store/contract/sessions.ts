@@ -120,6 +120,8 @@ export interface SessionWrite {
     wake_at?: string | null;
     /** A handoff to people (handled_by humans), or null for the agent again; left out keeps them. */
     handoff?: Handoff | null;
+    /** The session's metadata, replaced whole; left out keeps it. */
+    metadata?: JsonObject;
     snapshot: string;
   };
   /** Records a new Idempotency-Key use (replacing an expired record of the same key). */

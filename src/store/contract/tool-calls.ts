@@ -83,7 +83,8 @@ export type NewToolCall = Omit<
 
 /**
  * A decision on a waiting call. An approved call goes back to no status (to be run); a denied one is completed
- * with `output` as its error result, in the order of the turn's results.
+ * with `output` as its error result, in the order of the turn's results; an approved one with `output` (a
+ * call to a function the client declared, given the client's output) is completed with it as its result.
  */
 export interface ToolCallDecision {
   id: string;
@@ -91,7 +92,7 @@ export interface ToolCallDecision {
   decision: 'approved' | 'denied';
   by: DecidedBy;
   reason: string | null;
-  /** The error result a denied call gives the model. */
+  /** The error result a denied call gives the model, or the output a client's function call gives it. */
   output?: unknown;
   /** The call's tool, for the session's event log (not written: the call has it). */
   name?: string;

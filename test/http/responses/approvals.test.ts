@@ -1,7 +1,8 @@
 // A response whose agent calls a tool that must be approved, read with the official `openai` package: the
-// plain answer reads `in_progress` with the calls made so far, the stream ends with response.incomplete
-// (reason awaiting_approval), and once the call is decided on the approvals route (the turn is the one the
-// response id names) the same response reads completed.
+// plain answer reads `in_progress` with the call waiting as a `function_call` item, the stream ends with
+// response.incomplete (reason awaiting_approval); the call is decided on the approvals route (the turn is the
+// one the response id names), or by a request with previous_response_id and an `mcp_approval_response` item
+// naming the call, after which the same turn answers.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import OpenAI from 'openai';
@@ -33,6 +34,8 @@ test('a response waiting for an approval reads in_progress, and completed once t
   responseObject.parse(waiting);
   assertOpenResponse(waiting);
   assert.equal(waiting.status, 'in_progress');
+  const [asked] = waiting.output;
+  assert.ok(asked?.type === 'function_call' && asked.name === 'refund' && asked.status === 'completed');
   const [sessionId, turnId] = waiting.id.replace(/^resp_/, '').split('.');
   const pending = await t.app.inject({
     method: 'GET',
@@ -71,4 +74,60 @@ test('a response waiting for an approval reads in_progress, and completed once t
   }
   assert.equal(types.at(-1), 'response.incomplete');
   assert.equal(reason, 'awaiting_approval');
+});
+
+test('an mcp_approval_response naming the call decides it; the answer tells what the turn did next', async () => {
+  const client = openai();
+  const waiting = await client.responses.create({ model: 'shop', input: call('refund', 'order 9') });
+  const [asked] = waiting.output;
+  assert.ok(asked?.type === 'function_call');
+  const approved = await client.responses.create({
+    model: 'shop',
+    previous_response_id: waiting.id,
+    input: [{ type: 'mcp_approval_response', approval_request_id: asked.call_id, approve: true }],
+  });
+  responseObject.parse(approved);
+  assertOpenResponse(approved);
+  assert.equal(approved.status, 'completed');
+  assert.deepEqual(
+    approved.output.map((item) => item.type),
+    ['function_call_output', 'message'],
+  );
+  const [result] = approved.output;
+  assert.ok(result?.type === 'function_call_output' && result.call_id === asked.call_id);
+  assert.match(approved.output_text, /refund ok/);
+
+  // Streamed and denied: the stream starts after the pause and tells the denial, then the reply.
+  const again = await client.responses.create({ model: 'shop', input: call('refund', 'order 10') });
+  const [second] = again.output;
+  assert.ok(second?.type === 'function_call');
+  const stream = await client.responses.create({
+    model: 'shop',
+    previous_response_id: again.id,
+    input: [
+      { type: 'mcp_approval_response', approval_request_id: second.call_id, approve: false, reason: 'no' },
+    ],
+    stream: true,
+  });
+  const items: string[] = [];
+  let final: OpenAI.Responses.Response | undefined;
+  for await (const event of stream) {
+    assertOpenStreamEvent(event);
+    if (event.type === 'response.output_item.done') items.push(event.item.type);
+    if (event.type === 'response.completed') final = event.response;
+  }
+  assert.deepEqual(items, ['function_call_output', 'message']);
+  assert.ok(final);
+  const denied = final.output[0];
+  assert.ok(denied?.type === 'function_call_output');
+  assert.deepEqual(JSON.parse(String(denied.output)), { error: 'denied', by: 'operator', reason: 'no' });
+  // Decided already: a second answer for the call is refused.
+  await assert.rejects(
+    client.responses.create({
+      model: 'shop',
+      previous_response_id: again.id,
+      input: [{ type: 'mcp_approval_response', approval_request_id: second.call_id, approve: true }],
+    }),
+    (err) => err instanceof OpenAI.ConflictError && err.code === 'approval_not_pending',
+  );
 });

@@ -21,6 +21,11 @@ test('conversations.create makes a session of the agent that responses then cont
   const client = openai();
   const conversation = await client.conversations.create({ metadata: { agent: 'demo', ticket: 'T-1' } });
   assert.equal(conversation.object, 'conversation');
+  const seeded = await client.conversations.create({
+    metadata: { agent: 'demo' },
+    items: [{ type: 'message', role: 'user', content: 'Seeded' }],
+  });
+  assert.deepEqual((await allMessages(t, seeded.id)).map(textOf), ['Seeded']);
   const response = await client.responses.create({
     model: 'demo',
     input: 'hi',
@@ -31,6 +36,62 @@ test('conversations.create makes a session of the agent that responses then cont
   assert.deepEqual(read.metadata, { agent: 'demo', ticket: 'T-1' });
   const stored = await allMessages(t, conversation.id);
   assert.deepEqual(stored.map(textOf), ['hi', response.output_text]);
+});
+
+test("conversations.update replaces the metadata; the agent stays the conversation's", async () => {
+  const client = openai();
+  const conversation = await client.conversations.create({ metadata: { agent: 'demo', ticket: 'T-1' } });
+  const updated = await client.conversations.update(conversation.id, { metadata: { stage: 'billing' } });
+  assert.deepEqual(updated.metadata, { agent: 'demo', stage: 'billing' });
+  assert.deepEqual((await client.conversations.retrieve(conversation.id)).metadata, updated.metadata);
+  const session = await t.store.getSession('t1', conversation.id);
+  assert.deepEqual(session?.metadata, { stage: 'billing' });
+  await assert.rejects(
+    client.conversations.update(conversation.id, { metadata: { agent: 'other' } }),
+    (err) => err instanceof OpenAI.UnprocessableEntityError && err.param === 'metadata.agent',
+  );
+  await assert.rejects(
+    client.conversations.update('ses_nobody', { metadata: {} }),
+    (err) => err instanceof OpenAI.NotFoundError,
+  );
+});
+
+test('conversations.items.create stores user messages without a turn; a response then goes on after them', async () => {
+  const client = openai();
+  const conversation = await client.conversations.create({ metadata: { agent: 'demo' } });
+  const added = await client.conversations.items.create(conversation.id, {
+    items: [
+      { type: 'message', role: 'user', content: 'My order is A-1042.' },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'It is late.' }] },
+    ],
+  });
+  itemList.parse(added);
+  assert.deepEqual(
+    added.data.map((item) => (item.type === 'message' ? item.content : null)),
+    [[{ type: 'input_text', text: 'My order is A-1042.' }], [{ type: 'input_text', text: 'It is late.' }]],
+  );
+  const stored = await allMessages(t, conversation.id);
+  assert.deepEqual(stored.map(textOf), ['My order is A-1042.', 'It is late.']);
+  assert.deepEqual(
+    stored.map((m) => m.id),
+    added.data.map((item) => item.id),
+  );
+  const response = await client.responses.create({
+    model: 'demo',
+    input: 'Where is it?',
+    conversation: conversation.id,
+  });
+  assert.equal(response.status, 'completed');
+  assert.deepEqual(
+    (await allMessages(t, conversation.id)).map((m) => m.role),
+    ['user', 'user', 'user', 'assistant'],
+  );
+  await assert.rejects(
+    client.conversations.items.create(conversation.id, {
+      items: [{ type: 'message', role: 'assistant', content: 'I am the agent' }],
+    } as unknown as OpenAI.Conversations.ItemCreateParams),
+    (err) => err instanceof OpenAI.UnprocessableEntityError,
+  );
 });
 
 test('conversations.items.list pages the messages newest first, or oldest first with order asc', async () => {

@@ -137,6 +137,17 @@ export function createAndRead(f: SessionFixture): void {
       assert.deepEqual(await ctx.store.getSession(owner, record.id), record, 'the owner still has it');
     });
 
+    it('a commit that names metadata replaces it whole; one that does not keeps it', async () => {
+      const tenantId = await tenant();
+      const { record } = await createSession(tenantId);
+      const fence = await claim(record.shard);
+      const metadata = { stage: 'billing', 'odd key': 'é' };
+      await ctx.store.commitSession({ session_id: record.id, fence, patch: { metadata, snapshot: '{}' } });
+      assert.deepEqual((await ctx.store.getSession(tenantId, record.id))?.metadata, metadata);
+      await ctx.store.commitSession({ session_id: record.id, fence, patch: { snapshot: '{}' } });
+      assert.deepEqual((await ctx.store.getSession(tenantId, record.id))?.metadata, metadata);
+    });
+
     it('an unknown session id reads as null', async () => {
       const tenantId = await tenant();
       assert.equal(await ctx.store.getSession(tenantId, newId('ses')), null);
