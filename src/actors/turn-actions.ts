@@ -6,7 +6,7 @@
 import { AppError, sessionNotFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import type { Approver, Handoff, SessionStatus } from '../machines/session.ts';
-import type { JsonObject, MessageRecord, SessionRecord, Store } from '../store/store.ts';
+import type { ContentBlock, JsonObject, MessageRecord, SessionRecord, Store } from '../store/store.ts';
 import type { Reservation } from './admission.ts';
 import type { DecideResult, Decision } from './approvals.ts';
 import { type CancelResult, storedTurnAnswer } from './cancel.ts';
@@ -113,19 +113,30 @@ export class TurnActions {
   }
 
   /**
+   * The content blocks of messages to add (addMessages), their files looked up: read before anything is
+   * written, so that a refused file leaves nothing behind (not even a new conversation's session).
+   */
+  messageBlocks(
+    tenantId: string,
+    contents: { content: string | BlockInput[]; fileAt: (i: number) => (string | number)[] }[],
+    authorize: Authorize,
+  ): Promise<ContentBlock[][]> {
+    return Promise.all(
+      contents.map((c) => contentBlocks(this.options.store, tenantId, c.content, c.fileAt, authorize)),
+    );
+  }
+
+  /**
    * Stores the user's messages in order, in one commit, without a turn: no model answers them (the next send's
    * turn sees them in its history). Bounded, refused and answered 409 as a send's message would be.
    */
   async addMessages(
     tenantId: string,
     sessionId: string,
-    contents: { content: string | BlockInput[]; fileAt: (i: number) => (string | number)[] }[],
+    blocks: readonly ContentBlock[][],
     authorize: Authorize,
   ): Promise<MessageRecord[]> {
     const entry = await this.entryOf(tenantId, sessionId, authorize);
-    const blocks = await Promise.all(
-      contents.map((c) => contentBlocks(this.options.store, tenantId, c.content, c.fileAt, authorize)),
-    );
     const messages = blocks.map((content) => ({
       id: newId('msg'),
       role: 'user' as const,

@@ -65,11 +65,12 @@ export const conversationRoutes: FastifyPluginAsyncZod<Options> = async (app, { 
       const { agent = '', ...metadata } = request.body.metadata;
       assertAgentAllowed(request, agent);
       const tenantId = tenantOf(request);
-      const session = await sessions.createSession(tenantId, agent, { metadata });
       const items = request.body.items ?? [];
-      // Created first, then given its items (as items.create would): a refused item leaves it empty.
-      if (items.length > 0)
-        await sessions.addMessages(tenantId, session.id, contentsOf(items, 'items'), keyAuthorize(request));
+      const authorize = keyAuthorize(request);
+      // The items' files are looked up first: a refused one leaves no session behind.
+      const blocks = await sessions.messageBlocks(tenantId, contentsOf(items, 'items'), authorize);
+      const session = await sessions.createSession(tenantId, agent, { metadata });
+      if (blocks.length > 0) await sessions.addMessages(tenantId, session.id, blocks, authorize);
       return conversationOf(session);
     },
   );
@@ -134,8 +135,12 @@ export const conversationRoutes: FastifyPluginAsyncZod<Options> = async (app, { 
     },
     async (request) => {
       const { tenantId, sessionId, authorize } = keySession(request, request.params.conversation_id);
-      const contents = contentsOf(request.body.items, 'items');
-      const added = await sessions.addMessages(tenantId, sessionId, contents, authorize);
+      const blocks = await sessions.messageBlocks(
+        tenantId,
+        contentsOf(request.body.items, 'items'),
+        authorize,
+      );
+      const added = await sessions.addMessages(tenantId, sessionId, blocks, authorize);
       return itemPage(added.map(itemOf), { limit: added.length, order: 'asc' });
     },
   );

@@ -127,6 +127,8 @@ export const responsesRoutes: FastifyPluginAsyncZod<Options> = async (
     async (request, reply) => {
       const { body } = request;
       const input = requestInput(body.input);
+      // Answers continue a paused response: refused before a session could be made for them.
+      if ('answers' in input) answeredTurn(body.previous_response_id);
       const sessionId = await sessionFor(request, body);
       const tenantId = tenantOf(request);
       const facts = {

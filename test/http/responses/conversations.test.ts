@@ -179,3 +179,33 @@ test('cancelling a finished response answers it as it is', async () => {
   assert.equal(again.status, 'completed');
   assert.deepEqual(again.output, response.output);
 });
+
+test('a refused request leaves no session behind: an item naming an unknown file, an answer naming no response', async () => {
+  const client = openai();
+  const count = async () => {
+    const res = await fetch(`${base}/v1/agents/sessions?limit=100`, { headers: { 'x-api-key': t.apiKey } });
+    return ((await res.json()) as { items: unknown[] }).items.length;
+  };
+  const before = await count();
+  await assert.rejects(
+    client.conversations.create({
+      metadata: { agent: 'demo' },
+      items: [
+        {
+          type: 'message',
+          role: 'user',
+          content: [{ type: 'input_file', file_id: 'file_nowhere' }],
+        },
+      ],
+    } as unknown as OpenAI.Conversations.ConversationCreateParams),
+    (err) => err instanceof OpenAI.APIError && err.status !== undefined && err.status < 500,
+  );
+  await assert.rejects(
+    client.responses.create({
+      model: 'demo',
+      input: [{ type: 'function_call_output', call_id: 'call_x', output: 'sunny' }],
+    }),
+    (err) => err instanceof OpenAI.APIError && err.status !== undefined && err.status < 500,
+  );
+  assert.equal(await count(), before);
+});
