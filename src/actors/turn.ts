@@ -10,6 +10,7 @@ import type { Usage } from '../agents/provider.ts';
 import { AppError, ValidationError } from '../errors.ts';
 import type { TurnExtras } from '../machines/session.ts';
 import type { ContentBlock, JsonObject, MessageAuthor, MessageRecord } from '../store/store.ts';
+import { MAX_AGENT_TOOLS } from '../tools/agent-tools.ts';
 import { checkBudget } from './budgets.ts';
 import {
   currentLookup,
@@ -270,8 +271,10 @@ async function storeForHumans(
 }
 
 /**
- * A function the client declares under the name of one of the agent's tools would make a call to it
- * ambiguous (run by Parley, or by the client?): refused (422) before anything is stored.
+ * Functions the client declares that the model could not be offered with the agent's tools are refused (422)
+ * before anything is stored: one under the name of an agent's tool (a call to it would be ambiguous: run by
+ * Parley, or by the client?), a name with `__` (reserved for MCP tools, whose servers may list more tools
+ * later), a name given twice, or more tools in all than a provider takes in one request.
  */
 function refuseClashes(
   deps: OperationDeps,
@@ -279,13 +282,25 @@ function refuseClashes(
   functions: NonNullable<TurnExtras['functions']>,
 ): void {
   const own = new Set((deps.tools.get(agent.id)?.specs() ?? []).map((spec) => spec.name));
-  const i = functions.findIndex((f) => own.has(f.name));
-  if (i < 0) return;
-  throw ValidationError.at(
-    ['body', 'tools', i, 'name'],
-    `The agent has a tool named ${functions[i]?.name}; name the function otherwise`,
-    'value_error',
-  );
+  if (own.size + functions.length > MAX_AGENT_TOOLS) {
+    throw ValidationError.at(
+      ['body', 'tools'],
+      `The agent has ${own.size} tools and a request may add ${MAX_AGENT_TOOLS - own.size} functions at most`,
+      'value_error',
+    );
+  }
+  const seen = new Set<string>();
+  functions.forEach((f, i) => {
+    const why = own.has(f.name)
+      ? `The agent has a tool named ${f.name}; name the function otherwise`
+      : f.name.includes('__')
+        ? 'A function name must not contain __, which is reserved for MCP tools (<server>__<tool>)'
+        : seen.has(f.name)
+          ? `The function ${f.name} is declared twice`
+          : null;
+    if (why) throw ValidationError.at(['body', 'tools', i, 'name'], why, 'value_error');
+    seen.add(f.name);
+  });
 }
 
 /**

@@ -260,5 +260,27 @@ for (const kind of storeKinds) {
         (err) => err instanceof OpenAI.UnprocessableEntityError && /Only function tools/.test(err.message),
       );
     });
+
+    test('functions the model could not be offered are refused before anything is stored: a name twice, or with __', async (t) => {
+      if (skip) return t.skip(skip);
+      const client = app.openai();
+      const conversation = await client.conversations.create({ metadata: { agent: 'demo' } });
+      for (const [tools, why] of [
+        [[weather, weather], /declared twice/],
+        [[{ ...weather, name: 'crm__lookup' }], /reserved for MCP tools/],
+      ] as const) {
+        await assert.rejects(
+          client.responses.create({
+            model: 'demo',
+            input: 'hi',
+            conversation: conversation.id,
+            tools: [...tools],
+          }),
+          (err) => err instanceof OpenAI.UnprocessableEntityError && why.test(err.message),
+        );
+      }
+      const items = await client.conversations.items.list(conversation.id);
+      assert.equal(items.data.length, 0, 'nothing stored');
+    });
   });
 }
