@@ -113,6 +113,29 @@ describe('following a conversation', () => {
     }
   });
 
+  it('gives up with stream_interrupted when every connection is answered and ended at once, never looping on', async () => {
+    const conv = await openConversation(t);
+    const proxy = await startProxy(baseUrl(t), (req) =>
+      req.url.endsWith('/events')
+        ? { kind: 'answer', status: 200, headers: { 'content-type': 'text/event-stream' }, body: ': bye' }
+        : forward,
+    );
+    try {
+      const through = new ParleyConversation({
+        baseUrl: proxy.url,
+        conversationId: conv.conversationId,
+        token: conv.token,
+        maxReconnects: 2,
+      });
+      const error = await collect(through.events()).catch((e: unknown) => e);
+      assert.ok(error instanceof ParleyError, String(error));
+      assert.equal(error.code, 'stream_interrupted');
+      assert.equal(proxy.requests.filter((r) => r.url.endsWith('/events')).length, 3);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('throws a refusal instead of following again: another conversation’s stream is not found', async () => {
     const mine = await openConversation(t);
     const other = await openConversation(t);

@@ -33,6 +33,9 @@ const KNOWN_EVENTS: Record<AnyConversationEvent['event'], true> = {
 };
 const known = new Set(Object.keys(KNOWN_EVENTS));
 
+/** A connection open this long was working, even if nothing happened meanwhile (pings only). */
+const WORKING_MS = 5_000;
+
 export interface FollowOptions {
   /** The last event id already received: the stream starts after it. Default: the session's first event. */
   after?: string | undefined;
@@ -98,12 +101,15 @@ export class ConversationEvents<E extends AnyConversationEvent = ConversationEve
         if (!(err instanceof ParleyError && (err.status === 0 || err.status === 503))) throw err;
       }
       if (response) {
-        failures = 0;
+        // A connection counts as working once it told an event or stayed open a while: one the server answers
+        // and ends at once, again and again, is a failure like no answer, so maxReconnects ends it.
+        const opened = Date.now();
         try {
           for await (const message of readEvents(response, () => {})) {
             const event = parseEvent<E>(message);
             if (message.id) this.#lastEventId = message.id;
             if (!event) continue;
+            failures = 0;
             yield event;
             if (event.event === 'session.closed' || event.event === 'session.expired') return;
           }
@@ -112,6 +118,7 @@ export class ConversationEvents<E extends AnyConversationEvent = ConversationEve
           if (err instanceof ParleyError) throw err;
           // Otherwise the connection broke: follow again after the last id.
         }
+        if (Date.now() - opened >= WORKING_MS) failures = 0;
       }
       // The stream ended or broke before the session did (its process stopped, or this reader fell behind).
       if (++failures > this.#maxReconnects) throw interrupted();

@@ -19,8 +19,15 @@ function link(href: string, text: Node[]): Node[] {
   return [a];
 }
 
+/**
+ * The longest line read as inline Markdown: an unclosed `**` or `[x](` makes the pattern scan on to the line's
+ * end from each one, so a longer line (a reply of one 100 KB line would take seconds) is shown as plain text.
+ */
+const MAX_INLINE = 4000;
+
 /** The nodes of one line of inline Markdown. */
 export function inline(text: string): Node[] {
+  if (text.length > MAX_INLINE) return [document.createTextNode(text)];
   const out: Node[] = [];
   let at = 0;
   for (const m of text.matchAll(INLINE)) {
