@@ -188,6 +188,17 @@ describe('the operator console', { skip: browserSkip }, () => {
     assert.equal(await page.getByRole('button', { name: 'Take over' }).isDisabled(), true);
   });
 
+  it('opens on the session list when the address names no session it can read (a hand-edited hash)', async (t) => {
+    const page = await browser.page(t);
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await signIn(page);
+    await page.goto(`${app.url}/console#/sessions/%E0%A4%A`);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sessions' }).waitFor();
+    assert.deepEqual(errors, []);
+  });
+
   it('loads older sessions by cursor with Load more, each once, and works from the keyboard', async (t) => {
     const page = await browser.page(t);
     for (let i = 0; i < 21; i++) await startConversation(app, 'demo');

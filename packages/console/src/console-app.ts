@@ -52,7 +52,7 @@ export function mountConsole(root: HTMLElement, client: ParleyClient, signOut: (
 
   function route(): void {
     const match = /^#\/sessions\/([^/]+)$/.exec(location.hash);
-    const id = match?.[1] ? decodeURIComponent(match[1]) : null;
+    const id = match?.[1] ? decoded(match[1]) : null;
     if (view && view.id === id) return;
     view?.close();
     view = undefined;
@@ -73,4 +73,13 @@ export function mountConsole(root: HTMLElement, client: ParleyClient, signOut: (
   }
   window.addEventListener('hashchange', route);
   route();
+}
+
+/** A percent-encoded part of the address, or null when it is not one (a hand-edited hash). */
+function decoded(part: string): string | null {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return null;
+  }
 }

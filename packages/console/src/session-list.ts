@@ -165,8 +165,15 @@ export class SessionList {
       if (generation !== this.#generation) return;
       const fresh = new Set(page.items.map((s) => s.id));
       const last = page.items.at(-1);
+      // Those loaded after the page's last, by time or, at the same time, by place in the list (sessions made
+      // in the same millisecond): each shown once, and none dropped while the cursor is already past them.
+      const lastAt = last ? this.#sessions.findIndex((s) => s.id === last.id) : -1;
       const older = last
-        ? this.#sessions.filter((s) => !fresh.has(s.id) && s.created_at < last.created_at)
+        ? this.#sessions.filter(
+            (s, i) =>
+              !fresh.has(s.id) &&
+              (s.created_at < last.created_at || (s.created_at === last.created_at && i > lastAt)),
+          )
         : [];
       this.#sessions = [...page.items, ...older];
       if (older.length === 0) this.#cursor = page.next_cursor;
