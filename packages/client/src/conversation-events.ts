@@ -2,10 +2,9 @@
 // caller wants: every event once, in order, across dropped connections, a process that stopped and ownership
 // moves, by reconnecting with the last id received as Last-Event-ID. It ends after session.closed or
 // session.expired, when the caller stops iterating, or when its signal aborts.
-import type { EventSourceMessage } from 'eventsource-parser';
 import { ParleyError } from './errors.ts';
 import { countOption, sleep, type Transport } from './transport.ts';
-import { DEFAULT_MAX_RECONNECTS, readEvents } from './turn-stream.ts';
+import { DEFAULT_MAX_RECONNECTS, readEvents, typedEvent } from './turn-stream.ts';
 import type { ConversationEvent, SessionEvent } from './types.ts';
 
 /** Either family's events; they differ only in how messages look. */
@@ -106,7 +105,7 @@ export class ConversationEvents<E extends AnyConversationEvent = ConversationEve
         const opened = Date.now();
         try {
           for await (const message of readEvents(response, () => {})) {
-            const event = parseEvent<E>(message);
+            const event = typedEvent<E>(message, known);
             if (message.id) this.#lastEventId = message.id;
             if (!event) continue;
             failures = 0;
@@ -134,22 +133,4 @@ function interrupted(): ParleyError {
     errorName: 'StreamInterruptedError',
     message: 'The conversation event stream broke and could not be followed again',
   });
-}
-
-function parseEvent<E extends AnyConversationEvent>(message: EventSourceMessage): E | null {
-  if (message.event === undefined || !known.has(message.event)) return null;
-  let data: unknown;
-  try {
-    data = JSON.parse(message.data);
-  } catch (cause) {
-    throw new ParleyError({
-      status: 200,
-      code: 'invalid_response',
-      errorName: 'InvalidResponseError',
-      message: `The data of a ${message.event} event is not JSON`,
-      cause,
-    });
-  }
-  // The wire schema (@parley/schemas, conversation-events.ts) types the data of each event name.
-  return { event: message.event, id: message.id ?? '', data } as E;
 }

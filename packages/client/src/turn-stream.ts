@@ -227,6 +227,14 @@ export async function* readEvents(
 }
 
 function parseEvent<E extends AnyTurnEvent>(message: EventSourceMessage): E | null {
+  return typedEvent<E>(message, known);
+}
+
+/**
+ * `{ event, id, data }` of an SSE message whose name is in `known` (null for any other: new events may be
+ * added); the wire schema (@parley/schemas) types the data of each event name.
+ */
+export function typedEvent<E>(message: EventSourceMessage, known: ReadonlySet<string>): E | null {
   if (message.event === undefined || !known.has(message.event)) return null;
   let data: unknown;
   try {
@@ -240,6 +248,5 @@ function parseEvent<E extends AnyTurnEvent>(message: EventSourceMessage): E | nu
       cause,
     });
   }
-  // The wire schema (@parley/schemas, turn-events.ts) types the data of each event name.
   return { event: message.event, id: message.id ?? '', data } as E;
 }
