@@ -94,7 +94,9 @@ export class SqliteConnection implements SqliteDb {
     // Emptied as a transaction begins, so whatever ended the last one (a COMMIT that threw included).
     if (!nested) this.#transactionReads.clear();
     try {
-      this.#db.exec(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE');
+      // Prepared once, like every statement: exec would parse its text again on each of the two to three
+      // dozen savepoints a group commit opens and releases.
+      this.q(nested ? 'SAVEPOINT write' : 'BEGIN IMMEDIATE').run();
     } catch (err) {
       // Another process held the write lock past busy_timeout (in a cluster on one file, one stopped in a
       // transaction): nothing was written, so the caller may retry, on this process or another.
@@ -109,7 +111,7 @@ export class SqliteConnection implements SqliteDb {
       if (this.#db.isTransaction) this.#db.exec(nested ? 'ROLLBACK TO write; RELEASE write' : 'ROLLBACK');
       throw err;
     }
-    this.#db.exec(nested ? 'RELEASE write' : 'COMMIT');
+    this.q(nested ? 'RELEASE write' : 'COMMIT').run();
     return result;
   }
 
