@@ -21,10 +21,18 @@ export function acceptedHosts(allowed: AllowedHosts, nodeUrl: string | undefined
 /** Registers the check as an onRequest hook of `app`: call it before any other hook that acts on a request. */
 export function registerHostCheck(app: FastifyInstance, allowed: AllowedHosts): void {
   if (allowed === null) return;
-  app.addHook('onRequest', async (request) => {
-    if (PROBES.has(request.routeOptions.url ?? '')) return;
+  // The last Host found allowed: nearly every request names the same one, and the check (a parse, and an
+  // address test for `loopback`) is then one comparison. One string, so nothing a client sends accumulates.
+  let lastAllowed: string | undefined;
+  // A callback hook, not an async one: no promise per request.
+  app.addHook('onRequest', (request, _reply, done) => {
     const host = request.headers.host;
-    if (hostAllowed(host, allowed)) return;
-    throw new AppError('host_not_allowed', undefined, { context: { host: host ?? null } });
+    if (host !== undefined && host === lastAllowed) return done();
+    if (PROBES.has(request.routeOptions.url ?? '')) return done();
+    if (hostAllowed(host, allowed)) {
+      lastAllowed = host;
+      return done();
+    }
+    done(new AppError('host_not_allowed', undefined, { context: { host: host ?? null } }));
   });
 }
