@@ -223,7 +223,7 @@ export function replaceSessionToken(
  * The session row's part of a write: the patch's columns (a column left out keeps its value), the added
  * messages' count, a new version and `updated_at`. Returns the new `messages_count`.
  */
-export function patchSession(d: Dialect, write: SessionWrite, at: string): Statement {
+export function patchSession(d: Dialect, write: SessionWrite, at: string, fenced = false): Statement {
   const q = new Query(d);
   const p = write.patch;
   // Every parameter cast, so that PostgreSQL knows its type where coalesce cannot tell it.
@@ -248,8 +248,18 @@ export function patchSession(d: Dialect, write: SessionWrite, at: string): State
       messages_count = messages_count + CAST(${q.param(write.messages?.length ?? 0)} AS INTEGER),
       events_count = events_count + CAST(${q.param(write.events?.length ?? 0)} AS INTEGER),
       snapshot = ${q.param(p.snapshot)}, version = version + 1, updated_at = ${q.param(at)}
-    WHERE id = ${q.param(write.session_id)} RETURNING messages_count, events_count`);
+    WHERE id = ${q.param(write.session_id)}${fenced ? fenceHolds(q, write.fence) : ''}
+    RETURNING messages_count, events_count`);
 }
+
+/**
+ * The fence as a condition of the session's own write: the session is in the fence's shard and the shard's
+ * epoch is the fence's. (SQLite: its one writer makes the check and the write one step; PostgreSQL locks the
+ * shard's row first instead.)
+ */
+const fenceHolds = (q: Query, fence: SessionWrite['fence']) => `
+      AND shard = ${q.param(fence.shard)}
+      AND (SELECT o.epoch FROM shard_owner o WHERE o.shard = sessions.shard) = ${q.param(fence.epoch)}`;
 
 /** The rows of the events a write appends, numbered on so that the last is `eventsCount`. */
 export function sessionEventStatements(d: Dialect, write: SessionWrite, eventsCount: number, at: string) {

@@ -135,16 +135,10 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
 /** Applies one session write, fenced; call inside db.write (alone, or in a savepoint of a group). */
 export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWriteResult {
   const at = write.at ?? now();
-  // The fence and the session's own shard in one lookup: a fence of another shard proves nothing.
-  const owner = db
-    .q('SELECT s.shard, o.epoch FROM sessions s LEFT JOIN shard_owner o ON o.shard = s.shard WHERE s.id = ?')
-    .get(write.session_id);
-  // Deleted meanwhile (the demo's retention): the caller learns the session is gone, not an internal error.
-  if (!owner) throw sessionNotFound(write.session_id);
-  if (owner.shard !== write.fence.shard || owner.epoch !== write.fence.epoch) {
-    throw new StaleEpochError(Number(owner.shard));
-  }
-  const row = get(db, patchSession(sqliteDialect, write, at));
+  // The write holds the fence as its condition (one statement, not a lookup before it); a write that
+  // changed nothing is then told apart, rarely, by the lookup.
+  const row = get(db, patchSession(sqliteDialect, write, at, true));
+  if (!row) throwRefusal(db, write);
   const messagesCount = Number(row?.messages_count);
   // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
@@ -170,4 +164,15 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
     webhook_deliveries: queued,
     webhook_refused: refused,
   };
+}
+
+/** Why a fenced write changed no row: the session is gone, or its fence is stale. Throws either way. */
+function throwRefusal(db: SqliteDb, write: SessionWrite): never {
+  // The fence and the session's own shard in one lookup: a fence of another shard proves nothing.
+  const owner = db
+    .q('SELECT s.shard, o.epoch FROM sessions s LEFT JOIN shard_owner o ON o.shard = s.shard WHERE s.id = ?')
+    .get(write.session_id);
+  // Deleted meanwhile (the demo's retention): the caller learns the session is gone, not an internal error.
+  if (!owner) throw sessionNotFound(write.session_id);
+  throw new StaleEpochError(Number(owner.shard));
 }
