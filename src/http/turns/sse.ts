@@ -14,6 +14,8 @@ export class SseStream extends Readable {
   #ping: NodeJS.Timeout | undefined;
   #backedUp = false;
   #closed = false;
+  /** Events written in this turn of the event loop, sent together once it is over (one socket write). */
+  #pending = '';
   /** Called when a slow reader has caught up (what was held back may be sent now). */
   onDemand: (() => void) | undefined;
 
@@ -52,7 +54,9 @@ export class SseStream extends Readable {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#ping);
-    if (!this.destroyed) this.push(null);
+    if (this.destroyed) return;
+    this.#flush();
+    this.push(null);
   }
 
   override _read(): void {
@@ -67,8 +71,21 @@ export class SseStream extends Readable {
     callback(error);
   }
 
+  // A turn's events often come several in one turn of the event loop (a turn's start, its deltas, its end
+  // after one commit): each pushed alone was a chunk and a socket write of its own.
   #push(chunk: string): void {
     if (this.#closed || this.destroyed) return;
-    if (!this.push(chunk)) this.#backedUp = true;
+    if (this.#pending === '') setImmediate(this.#flush);
+    this.#pending += chunk;
+    // A writer catching up on a long log writes many events without leaving the turn: they go now, so that
+    // the buffer's bound (and `backedUp`) still hold.
+    if (this.#pending.length >= this.readableHighWaterMark) this.#flush();
   }
+
+  readonly #flush = (): void => {
+    const chunk = this.#pending;
+    this.#pending = '';
+    if (chunk === '' || this.destroyed) return;
+    if (!this.push(chunk)) this.#backedUp = true;
+  };
 }
