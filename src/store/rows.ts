@@ -150,12 +150,24 @@ export const toSession = (r: Row): SessionRecord => {
 
 const handlers: readonly SessionRecord['handled_by'][] = ['agent', 'humans'];
 
-export const toSessionEvent = (r: Row): SessionEventRecord => ({
-  seq: Number(r.seq),
-  type: text(r, 'type'),
-  data: JSON.parse(text(r, 'data')),
-  created_at: text(r, 'created_at'),
-});
+/**
+ * The events of a session's log after seq `after`, at most `limit`, from its batches oldest first (rows of
+ * sessionEventBatches): a batch's events are numbered on to its last_seq, and one straddling `after` gives
+ * only those past it.
+ */
+export function toSessionEvents(rows: readonly Row[], after: number, limit: number): SessionEventRecord[] {
+  const events: SessionEventRecord[] = [];
+  for (const r of rows) {
+    const batch: [string, unknown][] = JSON.parse(text(r, 'events'));
+    const first = Number(r.last_seq) - batch.length + 1;
+    const created_at = text(r, 'created_at');
+    for (const [i, [type, data]] of batch.entries()) {
+      if (events.length === limit) return events;
+      if (first + i > after) events.push({ seq: first + i, type, data, created_at });
+    }
+  }
+  return events;
+}
 
 /** A session and its actor snapshot, from a row of sessionColumns and `s.snapshot`. */
 export const toLoadedSession = (r: Row | undefined) =>

@@ -179,7 +179,7 @@ export function sessionsCreatedBefore(
  * contents go with the file). A table added later that names sessions belongs here (a test checks).
  */
 export const SESSION_CHILD_TABLES = [
-  'session_events',
+  'session_event_batches',
   'usage_daily',
   'session_tokens',
   'feedback',
@@ -261,19 +261,20 @@ const fenceHolds = (q: Query, fence: SessionWrite['fence']) => `
       AND shard = ${q.param(fence.shard)}
       AND (SELECT o.epoch FROM shard_owner o WHERE o.shard = sessions.shard) = ${q.param(fence.epoch)}`;
 
-/** The rows of the events a write appends, numbered on so that the last is `eventsCount`. */
-export function sessionEventStatements(d: Dialect, write: SessionWrite, eventsCount: number, at: string) {
+/**
+ * The one row of the events a write appends (none when it appends none): the batch's events in order, each
+ * `[type, data]`, under the seq of its last, `eventsCount`. A write's events are numbered on contiguously
+ * (events_count moves by their count in the same UPDATE), so the first's seq is last_seq − length + 1.
+ */
+export function sessionEventBatch(d: Dialect, write: SessionWrite, eventsCount: number, at: string) {
   const events = write.events ?? [];
-  const first = eventsCount - events.length;
-  return events.map((e, i) =>
-    insert(d, 'session_events', {
-      session_id: write.session_id,
-      seq: first + i + 1,
-      type: e.type,
-      data: JSON.stringify(e.data),
-      created_at: at,
-    }),
-  );
+  if (events.length === 0) return null;
+  return insert(d, 'session_event_batches', {
+    session_id: write.session_id,
+    last_seq: eventsCount,
+    events: JSON.stringify(events.map((e) => [e.type, e.data])),
+    created_at: at,
+  });
 }
 
 /** A session's messages of the ids in `ids`, in order. */
@@ -283,11 +284,16 @@ export function messagesById(d: Dialect, sessionId: string, ids: readonly string
     AND ${d.inJsonArray('id', q.param(JSON.stringify(ids)), 'text')} ORDER BY seq`);
 }
 
-/** A session's events after seq `after`, oldest first. */
-export function sessionEvents(d: Dialect, sessionId: string, after: number, limit: number): Statement {
+/**
+ * The batches holding a session's events after seq `after`, oldest first (toSessionEvents expands them):
+ * each of the `limit` batches holds one event past `after` at least, so they hold `limit` events when the
+ * log has them.
+ */
+export function sessionEventBatches(d: Dialect, sessionId: string, after: number, limit: number): Statement {
   const q = new Query(d);
-  return q.statement(`SELECT seq, type, data, created_at FROM session_events
-    WHERE session_id = ${q.param(sessionId)} AND seq > ${q.param(after)} ORDER BY seq LIMIT ${q.param(limit)}`);
+  return q.statement(`SELECT last_seq, events, created_at FROM session_event_batches
+    WHERE session_id = ${q.param(sessionId)} AND last_seq > ${q.param(after)}
+    ORDER BY last_seq LIMIT ${q.param(limit)}`);
 }
 
 /** Records a new use of an Idempotency-Key, replacing the whole earlier record: a new use has no answer yet. */

@@ -201,8 +201,8 @@ export interface SessionStore {
   ): Promise<string[]>;
   /**
    * Deletes a session with everything it holds (messages, files, tool calls, Idempotency-Key records,
-   * feedback, its token record) in one transaction; throws StaleEpochError (deleting nothing) when fenced
-   * out. False when there is no such session.
+   * feedback, its token record, its event log) in one transaction; throws StaleEpochError (deleting
+   * nothing) when fenced out. False when there is no such session.
    */
   deleteSession(sessionId: string, fence: Fence): Promise<boolean>;
   /**

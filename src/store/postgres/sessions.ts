@@ -6,7 +6,7 @@ import { SHARD_COUNT } from '../../shards.ts';
 import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
-import { now, sessionColumns, toLoadedSession, toSession, toSessionEvent } from '../rows.ts';
+import { now, sessionColumns, toLoadedSession, toSession, toSessionEvents } from '../rows.ts';
 import { listSessions, toSessionPage } from '../session-list.ts';
 import {
   deleteSessionStatements,
@@ -16,8 +16,8 @@ import {
   recordIdempotencyKey,
   replaceSessionToken,
   type Statement,
-  sessionEventStatements,
-  sessionEvents,
+  sessionEventBatch,
+  sessionEventBatches,
   sessionsCreatedBefore,
   sessionsDueForExpiry,
   storeIdempotencyResponse,
@@ -145,8 +145,8 @@ export function part(db: Db): StoreParts['sessions'] {
     },
 
     async sessionEvents(sessionId, after, limit) {
-      const { sql, values } = sessionEvents(postgresDialect, sessionId, after, limit);
-      return (await db.rows(sql, values)).map(toSessionEvent);
+      const { sql, values } = sessionEventBatches(postgresDialect, sessionId, after, limit);
+      return toSessionEvents(await db.rows(sql, values), after, limit);
     },
   };
   return sessions;
@@ -170,13 +170,16 @@ export async function applySessionWrite(
   if (shard !== write.fence.shard) throw new StaleEpochError(Number(shard));
   await checkFence(c, write.fence);
   const { rows } = await execute(c, patchSession(postgresDialect, write, at));
+  // Deleted after the lookup (deleteSession holds the row until it commits): the update found no row. The
+  // event log has no foreign key to catch it, so say so here rather than append to a session that is gone.
+  if (rows.length === 0) throw sessionNotFound(write.session_id);
   const messagesCount = Number(rows[0]?.messages_count);
   // Messages are only ever appended here, so the count is the last seq: no max(seq) lookup.
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
   for (const { row } of appended) await execute(c, insert(postgresDialect, 'messages', row));
   const eventsCount = Number(rows[0]?.events_count);
-  for (const statement of sessionEventStatements(postgresDialect, write, eventsCount, at))
-    await execute(c, statement);
+  const events = sessionEventBatch(postgresDialect, write, eventsCount, at);
+  if (events) await execute(c, events);
   const usage = countUsage(postgresDialect, write, at);
   if (usage) await execute(c, usage);
   const idempotency = recordIdempotencyKey(postgresDialect, write, at);

@@ -282,4 +282,31 @@ export const sqliteMigrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    version: 15,
+    name: 'session event batches',
+    // The session's event log as one row per commit instead of one per event (a plain turn wrote five rows in
+    // its two commits, each an insert with its own key entry and foreign-key check; now two): a batch holds
+    // the write's events in order, each `[type, data]` (JSON), under the seq of its last. A write's events are
+    // numbered on contiguously from events_count, so the first's seq is last_seq - length + 1 and the ids the
+    // streams send are unchanged. No foreign key to sessions, on purpose: the one writer, the session write,
+    // has just found and updated the session's row in the same transaction, and deleting a session deletes
+    // its log by name (SESSION_CHILD_TABLES in src/store/sql.ts, which a test holds to the schema), so the
+    // check would only repeat a lookup in every commit. Existing events are carried over, each a batch of
+    // one, its data byte for byte (text put together, not JSON rebuilt by the database).
+    // Still a table with a rowid, for the reason given at version 14.
+    sql: `
+      CREATE TABLE session_event_batches (
+        session_id TEXT NOT NULL,
+        last_seq INTEGER NOT NULL,
+        events TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (session_id, last_seq)
+      );
+      INSERT INTO session_event_batches (session_id, last_seq, events, created_at)
+        SELECT session_id, seq, '[[' || json_quote(type) || ',' || data || ']]', created_at FROM session_events
+        ORDER BY session_id, seq;
+      DROP TABLE session_events;
+    `,
+  },
 ];

@@ -5,7 +5,7 @@ import { sessionNotFound } from '../../errors.ts';
 import { decisionStatements, sessionsToWake } from '../approval-sql.ts';
 import type { StoreParts } from '../composed-store.ts';
 import { appendedMessages, sessionRow } from '../new-rows.ts';
-import { now, sessionColumns, toLoadedSession, toSession, toSessionEvent } from '../rows.ts';
+import { now, sessionColumns, toLoadedSession, toSession, toSessionEvents } from '../rows.ts';
 import { listSessions, toSessionPage } from '../session-list.ts';
 import {
   deleteSessionStatements,
@@ -13,8 +13,8 @@ import {
   patchSession,
   recordIdempotencyKey,
   replaceSessionToken,
-  sessionEventStatements,
-  sessionEvents,
+  sessionEventBatch,
+  sessionEventBatches,
   sessionsCreatedBefore,
   sessionsDueForExpiry,
   sqliteDialect,
@@ -126,7 +126,8 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
     },
 
     async sessionEvents(sessionId, after, limit) {
-      return all(db, sessionEvents(sqliteDialect, sessionId, after, limit)).map(toSessionEvent);
+      const batches = all(db, sessionEventBatches(sqliteDialect, sessionId, after, limit));
+      return toSessionEvents(batches, after, limit);
     },
   };
   return sessions;
@@ -144,7 +145,8 @@ export function applySessionWrite(db: SqliteDb, write: SessionWrite): SessionWri
   const appended = appendedMessages(write, messagesCount - (write.messages?.length ?? 0), at);
   for (const { row } of appended) run(db, insert(sqliteDialect, 'messages', row));
   const eventsCount = Number(row?.events_count);
-  for (const statement of sessionEventStatements(sqliteDialect, write, eventsCount, at)) run(db, statement);
+  const events = sessionEventBatch(sqliteDialect, write, eventsCount, at);
+  if (events) run(db, events);
   const usage = countUsage(sqliteDialect, write, at);
   if (usage) run(db, usage);
   const idempotency = recordIdempotencyKey(sqliteDialect, write, at);

@@ -46,6 +46,10 @@ export function deleteSession(f: SessionFixture): void {
       fence,
       patch: { snapshot: '{}' },
       messages: [user, message(turn, 'assistant', 'Hi')],
+      events: [
+        { type: 'message.created', data: { id: user.id } },
+        { type: 'turn.started', data: { turn_id: turn } },
+      ],
       idempotency: {
         key: 'k1',
         fingerprint: 'sha256:x',
@@ -77,7 +81,7 @@ export function deleteSession(f: SessionFixture): void {
   }
 
   describe('deleteSession', () => {
-    it('deletes the session with its messages, tool calls, keys, feedback, files and token, and nothing else', async () => {
+    it('deletes the session with its messages, tool calls, keys, feedback, files, token and event log, and nothing else', async () => {
       const tenantId = await tenant();
       const doomed = await fullSession(tenantId);
       const kept = await fullSession(tenantId);
@@ -92,6 +96,7 @@ export function deleteSession(f: SessionFixture): void {
       assert.equal(await ctx.store.getFeedback(id), null);
       assert.equal(await ctx.store.getFile(tenantId, doomed.file.id), null);
       assert.equal(await ctx.store.replaceSessionToken(id, 'tok_1', 'tok_2'), false);
+      assert.deepEqual(await ctx.store.sessionEvents(id, 0, 10), []);
 
       // The other session keeps everything.
       assert.equal((await ctx.store.getSession(tenantId, kept.record.id))?.messages_count, 2);
@@ -99,6 +104,7 @@ export function deleteSession(f: SessionFixture): void {
       assert.ok(await ctx.store.getFeedback(kept.record.id));
       assert.ok(await ctx.store.getFile(tenantId, kept.file.id));
       assert.equal(await ctx.store.replaceSessionToken(kept.record.id, 'tok_1', 'tok_2'), true);
+      assert.equal((await ctx.store.sessionEvents(kept.record.id, 0, 10)).length, 2);
     });
 
     it('makes a later commit to the deleted session throw session_not_found, writing nothing', async () => {

@@ -1,7 +1,8 @@
 // Store contract: who handles a session (handled_by, handoff) and an operator's author, as commits set them,
 // and messages read by id;
-// the session's event log, numbered per session in the commits that append to it, read after any seq, and
-// refused with everything else when the fence is stale.
+// the session's event log, numbered per session in the commits that append to it (a commit's events stored
+// together), read after any seq, even one inside a commit, and refused with everything else when the fence
+// is stale.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { newId } from '../../../src/ids.ts';
@@ -102,6 +103,40 @@ export function humansAndEvents(f: SessionFixture): void {
         (await ctx.store.sessionEvents(other.record.id, 0, 10)).map((e) => e.type),
         ['x'],
       );
+    });
+
+    it("reads a commit's events singly: after a seq inside it only those past it, and a limit cuts inside it", async () => {
+      const tenantId = await tenant();
+      const { record, fence } = await createSession(tenantId);
+      const at = '2026-03-02T09:00:00.000Z';
+      const commit = (types: string[]) =>
+        ctx.store.commitSession({
+          session_id: record.id,
+          fence,
+          at,
+          patch: { snapshot: '{}' },
+          events: types.map((type, i) => ({ type, data: { type, i } })),
+        });
+      assert.equal((await commit(['a', 'b', 'c'])).events_count, 3);
+      assert.equal((await commit(['d'])).events_count, 4);
+      assert.equal((await commit(['e', 'f'])).events_count, 6);
+      const seqs = async (after: number, limit: number) =>
+        (await ctx.store.sessionEvents(record.id, after, limit)).map((e) => `${e.seq}${e.type}`);
+      assert.deepEqual(await seqs(0, 10), ['1a', '2b', '3c', '4d', '5e', '6f']);
+      // After a seq inside the first commit: only its events past it, then the later commits'.
+      assert.deepEqual(await seqs(1, 10), ['2b', '3c', '4d', '5e', '6f']);
+      assert.deepEqual(await seqs(2, 10), ['3c', '4d', '5e', '6f']);
+      assert.deepEqual(await seqs(5, 10), ['6f']);
+      assert.deepEqual(await seqs(6, 10), []);
+      // A limit that ends inside a commit, from its start, from inside it, and across commits.
+      assert.deepEqual(await seqs(0, 2), ['1a', '2b']);
+      assert.deepEqual(await seqs(1, 1), ['2b']);
+      assert.deepEqual(await seqs(2, 3), ['3c', '4d', '5e']);
+      assert.deepEqual(await seqs(0, 1), ['1a']);
+      assert.deepEqual(await ctx.store.sessionEvents(record.id, 3, 2), [
+        { seq: 4, type: 'd', data: { type: 'd', i: 0 }, created_at: at },
+        { seq: 5, type: 'e', data: { type: 'e', i: 0 }, created_at: at },
+      ]);
     });
 
     it('appends no event of a write refused for a stale fence', async () => {
