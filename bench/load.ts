@@ -1,7 +1,8 @@
 // The load generator, run as its own process: `node bench/load.ts <spec.json>`.
 // Closed loop over loopback with undici: c workers, worker i owning sessions i, i+c, i+2c… so no two requests
 // ever hit one session at once. Prints one JSON report on stdout (latencies in ms). With `tool`, every plain
-// send asks for one tool call (W1t) and its reply must show that call answered.
+// send asks for one tool call (W1t) and its reply must show that call answered; `approve` (W6) sends such a
+// message to an agent whose tool waits for approval, then approves the call.
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { msBetween, type Summary, summarize } from './stats.ts';
@@ -9,8 +10,12 @@ import { msBetween, type Summary, summarize } from './stats.ts';
 export interface LoadSpec {
   url: string;
   apiKey: string;
-  /** plain: POST …/messages; stream: POST …/messages/stream, read as SSE. */
-  mode: 'plain' | 'stream';
+  /**
+   * plain: POST …/messages; stream: POST …/messages/stream, read as SSE; approve: a plain send that must
+   * answer 202 with the turn paused, then the decision approving its calls, which must answer 201 with the
+   * reply (the decision waits for the turn, as a send does: an integrator's back office needs nothing else).
+   */
+  mode: 'plain' | 'stream' | 'approve';
   sessions: string[];
   concurrency: number;
   /** duration: loop over the sessions for warmupMs + durationMs; each: `passes` sends per session, back to back. */
@@ -31,6 +36,9 @@ export interface PassReport {
   latency: Summary;
   /** stream mode: from sending to the first `event:` line. */
   ttfe?: Summary;
+  /** approve mode: from sending to the 202 (paused), and from the decision to its 201 (reply stored). */
+  paused?: Summary;
+  decided?: Summary;
   /** Failures by status code (or error code, or `stream:incomplete` / `stream:turn.failed`). */
   errors: Record<string, number>;
   /** Every request sent, warm-up included (for CPU per request). */
@@ -43,6 +51,8 @@ interface Sample {
   start: bigint;
   end: bigint;
   firstEvent?: bigint;
+  /** approve mode: the 202's arrival, when the decision is sent. */
+  paused?: bigint;
   error?: string;
 }
 
@@ -53,7 +63,7 @@ const suffix = spec.mode === 'stream' ? '/stream' : '';
 const content = (n: number) =>
   spec.tool ? `bench message ${n} [[tool:${spec.tool} {"n":${n}}]]` : `bench message ${n}`;
 
-/** W1t: the outcome of the reply's one tool call (`ok`, `error`, or `missing`). */
+/** W1t, W6: the outcome of the reply's one tool call (`ok`, `error`, or `missing`). */
 function toolStatus(text: string): string {
   const reply = (JSON.parse(text) as { agent_message?: { tool_calls?: Array<{ status?: string }> | null } })
     .agent_message;
@@ -61,8 +71,44 @@ function toolStatus(text: string): string {
   return calls.length === 1 ? String(calls[0]?.status) : 'missing';
 }
 
-/** One send; never throws. */
+/** W6: a send whose turn pauses for approval, then the decision approving what it waits for; never throws. */
+async function roundTrip(sessionId: string, n: number): Promise<Sample> {
+  const start = process.hrtime.bigint();
+  let paused: bigint | undefined;
+  try {
+    const sent = await pool.request({
+      method: 'POST',
+      path: `/v1/agents/sessions/${sessionId}/messages`,
+      headers,
+      body: JSON.stringify({ content: content(n) }),
+    });
+    const text = await sent.body.text();
+    paused = process.hrtime.bigint();
+    if (sent.statusCode !== 202) return { start, end: paused, error: `send:${sent.statusCode}` };
+    const turn = (JSON.parse(text) as { turn: { id: string; approvals: Array<{ call_id: string }> } }).turn;
+    const decided = await pool.request({
+      method: 'POST',
+      path: `/v1/agents/sessions/${sessionId}/turns/${turn.id}/approvals`,
+      headers,
+      body: JSON.stringify({
+        decisions: turn.approvals.map((a) => ({ call_id: a.call_id, approved: true })),
+      }),
+    });
+    const reply = await decided.body.text();
+    const end = process.hrtime.bigint();
+    if (decided.statusCode !== 201) return { start, end, paused, error: `decision:${decided.statusCode}` };
+    const tool = toolStatus(reply);
+    return tool === 'ok' ? { start, end, paused } : { start, end, paused, error: `tool:${tool}` };
+  } catch (err) {
+    await new Promise((r) => setTimeout(r, 10));
+    const error = (err as { code?: string }).code ?? String(err);
+    return { start, end: process.hrtime.bigint(), ...(paused ? { paused } : {}), error };
+  }
+}
+
+/** One send (or W6 round trip); never throws. */
 async function send(sessionId: string, n: number): Promise<Sample> {
+  if (spec.mode === 'approve') return roundTrip(sessionId, n);
   const start = process.hrtime.bigint();
   try {
     const { statusCode, body } = await pool.request({
@@ -116,6 +162,10 @@ function report(samples: Sample[], seconds: number, completedInWindow: number, s
     out.ttfe = summarize(
       ok.filter((s) => s.firstEvent).map((s) => msBetween(s.start, s.firstEvent ?? s.end)),
     );
+  }
+  if (spec.mode === 'approve') {
+    out.paused = summarize(ok.map((s) => msBetween(s.start, s.paused ?? s.end)));
+    out.decided = summarize(ok.map((s) => msBetween(s.paused ?? s.start, s.end)));
   }
   return out;
 }
