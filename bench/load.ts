@@ -3,7 +3,7 @@
 // ever hit one session at once. Prints one JSON report on stdout (latencies in ms). With `tool`, every plain
 // send asks for one tool call (W1t) and its reply must show that call answered; `approve` (W6) sends such a
 // message to an agent whose tool waits for approval, then approves the call.
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { msBetween, type Summary, summarize } from './stats.ts';
 
@@ -26,7 +26,12 @@ export interface LoadSpec {
   /** plain mode: every message asks the scripted model for one call of this tool (W1t); a reply without that
    * call answered `ok` counts as an error (`tool:<status>`), since a failing tool does not fail the turn. */
   tool?: string;
+  /** plain mode: write every reply's id, when its answer arrived and whether in the measured window (W7). */
+  answersFile?: string;
 }
+
+/** One answered send of `answersFile`: the reply's id, hrtime of its answer in ms, 1 if in the window. */
+export type Answer = [id: string, atMs: number, measured: 0 | 1];
 
 export interface PassReport {
   /** Requests answered successfully (measured window, or this pass). */
@@ -53,6 +58,8 @@ interface Sample {
   firstEvent?: bigint;
   /** approve mode: the 202's arrival, when the decision is sent. */
   paused?: bigint;
+  /** plain mode with answersFile: the reply's id. */
+  reply?: string;
   error?: string;
 }
 
@@ -123,7 +130,9 @@ async function send(sessionId: string, n: number): Promise<Sample> {
       const ok = spec.mode === 'plain' ? statusCode === 201 : false;
       if (!ok) return { start, end, error: String(statusCode) };
       const tool = spec.tool ? toolStatus(text) : 'ok';
-      return tool === 'ok' ? { start, end } : { start, end, error: `tool:${tool}` };
+      if (tool !== 'ok') return { start, end, error: `tool:${tool}` };
+      if (!spec.answersFile) return { start, end };
+      return { start, end, reply: (JSON.parse(text) as { agent_message: { id: string } }).agent_message.id };
     }
     let firstEvent: bigint | undefined;
     let text = '';
@@ -180,6 +189,7 @@ async function runDuration(): Promise<PassReport> {
   const from = t0 + warmupNs;
   const until = from + durationNs;
   const recorded: Sample[] = [];
+  const answers: Answer[] = [];
   let completedInWindow = 0;
   let n = 0;
   const worker = async (w: number) => {
@@ -189,10 +199,12 @@ async function runDuration(): Promise<PassReport> {
       if (process.hrtime.bigint() >= until) return;
       const sample = await send(mine[i] as string, n++);
       if (sample.start >= from) recorded.push(sample);
+      if (sample.reply) answers.push([sample.reply, Number(sample.end) / 1e6, sample.start >= from ? 1 : 0]);
       if (!sample.error && sample.end >= from && sample.end < until) completedInWindow++;
     }
   };
   await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => worker(w)));
+  if (spec.answersFile) writeFileSync(spec.answersFile, JSON.stringify(answers));
   return report(recorded, Number(durationNs) / 1e9, completedInWindow, n);
 }
 
