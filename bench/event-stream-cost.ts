@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PassReport } from './load.ts';
-import { benchDir, type Child, spawnNode, tempDir } from './processes.ts';
+import { benchDir, type Child, sleep, spawnNode, tempDir } from './processes.ts';
 import type { Row } from './report.ts';
 import { runLoad } from './run-load.ts';
 import { cpuSeconds, createSessions, type Server, startParley } from './servers.ts';
@@ -14,6 +14,23 @@ import { errorCount, errorText, info, log, type Outcome, type Settings } from '.
 
 /** How long the subscribers may take to open their streams, and to report once told to, at most. */
 const SUBSCRIBERS_TIMEOUT_MS = 60_000;
+/** Parley is quiet when it used less than this share of one CPU over QUIET_MS (waited for at most 10 s). */
+const QUIET_SHARE = 0.05;
+const QUIET_MS = 200;
+
+/**
+ * Waits until the server is nearly idle, so that a pass's CPU is not charged with what came before it (the
+ * sessions' creation, the streams' first reads of the log, which go on after their 200).
+ */
+async function quiet(server: Server): Promise<void> {
+  const until = Date.now() + 10_000;
+  while (Date.now() < until) {
+    const before = cpuSeconds(server);
+    await sleep(QUIET_MS);
+    const after = cpuSeconds(server);
+    if (before === null || after === null || (after - before) * 1000 < QUIET_SHARE * QUIET_MS) return;
+  }
+}
 
 export async function eventStreamCost(s: Settings): Promise<Outcome> {
   // One stream per session, all on this process: its bound (default 1,000) must not refuse any of them.
@@ -25,6 +42,7 @@ export async function eventStreamCost(s: Settings): Promise<Outcome> {
     const followedSessions = await createSessions(parley, s.sessions);
     const pass = async (name: string, sessions: string[], answersFile: string) => {
       log(`${name}: c=${s.concurrency}, ${s.durationMs / 1000} s`);
+      await quiet(parley);
       const cpu0 = cpuSeconds(parley);
       const report = await runLoad({
         url: parley.url,
@@ -81,7 +99,9 @@ export async function eventStreamCost(s: Settings): Promise<Outcome> {
       `- One Parley process, ${2 * s.sessions} sessions: W1 on ${s.sessions} of them with nobody following, ` +
         `then W1 (W7) on the other ${s.sessions}, each followed by one open \`GET /v1/agents/sessions/{id}/events\` ` +
         'stream (API key), opened before W7 starts. Fresh sessions for each pass, so that both start alike and ' +
-        'the streams have no history to catch up with.',
+        'the streams have no history to catch up with. Each pass starts once Parley is quiet (under ' +
+        `${QUIET_SHARE * 100}% of a CPU over ${QUIET_MS} ms), so that its CPU is not charged with the ` +
+        "sessions' creation or the streams' opening.",
       "- The subscribers are `bench/subscribers.ts`, their own process (not Parley's CPU, nor the " +
         "senders'), reading the streams as SSE with undici. In the table, the Parley column is W7 and the floor " +
         'column W1 on the same process without subscribers, so that Parley/floor is what they change. Their ' +
