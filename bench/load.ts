@@ -1,16 +1,21 @@
 // The load generator, run as its own process: `node bench/load.ts <spec.json>`.
 // Closed loop over loopback with undici: c workers, worker i owning sessions i, i+c, i+2c… so no two requests
 // ever hit one session at once. Prints one JSON report on stdout (latencies in ms). With `tool`, every plain
-// send asks for one tool call (W1t) and its reply must show that call answered.
-import { readFileSync } from 'node:fs';
+// send asks for one tool call (W1t) and its reply must show that call answered; `approve` (W6) sends such a
+// message to an agent whose tool waits for approval, then approves the call.
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { msBetween, type Summary, summarize } from './stats.ts';
 
 export interface LoadSpec {
   url: string;
   apiKey: string;
-  /** plain: POST …/messages; stream: POST …/messages/stream, read as SSE. */
-  mode: 'plain' | 'stream';
+  /**
+   * plain: POST …/messages; stream: POST …/messages/stream, read as SSE; approve: a plain send that must
+   * answer 202 with the turn paused, then the decision approving its calls, which must answer 201 with the
+   * reply (the decision waits for the turn, as a send does: an integrator's back office needs nothing else).
+   */
+  mode: 'plain' | 'stream' | 'approve';
   sessions: string[];
   concurrency: number;
   /** duration: loop over the sessions for warmupMs + durationMs; each: `passes` sends per session, back to back. */
@@ -21,7 +26,12 @@ export interface LoadSpec {
   /** plain mode: every message asks the scripted model for one call of this tool (W1t); a reply without that
    * call answered `ok` counts as an error (`tool:<status>`), since a failing tool does not fail the turn. */
   tool?: string;
+  /** plain mode: write every reply's id, when its answer arrived and whether in the measured window (W7). */
+  answersFile?: string;
 }
+
+/** One answered send of `answersFile`: the reply's id, hrtime of its answer in ms, 1 if in the window. */
+export type Answer = [id: string, atMs: number, measured: 0 | 1];
 
 export interface PassReport {
   /** Requests answered successfully (measured window, or this pass). */
@@ -31,6 +41,9 @@ export interface PassReport {
   latency: Summary;
   /** stream mode: from sending to the first `event:` line. */
   ttfe?: Summary;
+  /** approve mode: from sending to the 202 (paused), and from the decision to its 201 (reply stored). */
+  paused?: Summary;
+  decided?: Summary;
   /** Failures by status code (or error code, or `stream:incomplete` / `stream:turn.failed`). */
   errors: Record<string, number>;
   /** Every request sent, warm-up included (for CPU per request). */
@@ -43,6 +56,10 @@ interface Sample {
   start: bigint;
   end: bigint;
   firstEvent?: bigint;
+  /** approve mode: the 202's arrival, when the decision is sent. */
+  paused?: bigint;
+  /** plain mode with answersFile: the reply's id. */
+  reply?: string;
   error?: string;
 }
 
@@ -53,7 +70,7 @@ const suffix = spec.mode === 'stream' ? '/stream' : '';
 const content = (n: number) =>
   spec.tool ? `bench message ${n} [[tool:${spec.tool} {"n":${n}}]]` : `bench message ${n}`;
 
-/** W1t: the outcome of the reply's one tool call (`ok`, `error`, or `missing`). */
+/** W1t, W6: the outcome of the reply's one tool call (`ok`, `error`, or `missing`). */
 function toolStatus(text: string): string {
   const reply = (JSON.parse(text) as { agent_message?: { tool_calls?: Array<{ status?: string }> | null } })
     .agent_message;
@@ -61,8 +78,44 @@ function toolStatus(text: string): string {
   return calls.length === 1 ? String(calls[0]?.status) : 'missing';
 }
 
-/** One send; never throws. */
+/** W6: a send whose turn pauses for approval, then the decision approving what it waits for; never throws. */
+async function roundTrip(sessionId: string, n: number): Promise<Sample> {
+  const start = process.hrtime.bigint();
+  let paused: bigint | undefined;
+  try {
+    const sent = await pool.request({
+      method: 'POST',
+      path: `/v1/agents/sessions/${sessionId}/messages`,
+      headers,
+      body: JSON.stringify({ content: content(n) }),
+    });
+    const text = await sent.body.text();
+    paused = process.hrtime.bigint();
+    if (sent.statusCode !== 202) return { start, end: paused, error: `send:${sent.statusCode}` };
+    const turn = (JSON.parse(text) as { turn: { id: string; approvals: Array<{ call_id: string }> } }).turn;
+    const decided = await pool.request({
+      method: 'POST',
+      path: `/v1/agents/sessions/${sessionId}/turns/${turn.id}/approvals`,
+      headers,
+      body: JSON.stringify({
+        decisions: turn.approvals.map((a) => ({ call_id: a.call_id, approved: true })),
+      }),
+    });
+    const reply = await decided.body.text();
+    const end = process.hrtime.bigint();
+    if (decided.statusCode !== 201) return { start, end, paused, error: `decision:${decided.statusCode}` };
+    const tool = toolStatus(reply);
+    return tool === 'ok' ? { start, end, paused } : { start, end, paused, error: `tool:${tool}` };
+  } catch (err) {
+    await new Promise((r) => setTimeout(r, 10));
+    const error = (err as { code?: string }).code ?? String(err);
+    return { start, end: process.hrtime.bigint(), ...(paused ? { paused } : {}), error };
+  }
+}
+
+/** One send (or W6 round trip); never throws. */
 async function send(sessionId: string, n: number): Promise<Sample> {
+  if (spec.mode === 'approve') return roundTrip(sessionId, n);
   const start = process.hrtime.bigint();
   try {
     const { statusCode, body } = await pool.request({
@@ -77,7 +130,9 @@ async function send(sessionId: string, n: number): Promise<Sample> {
       const ok = spec.mode === 'plain' ? statusCode === 201 : false;
       if (!ok) return { start, end, error: String(statusCode) };
       const tool = spec.tool ? toolStatus(text) : 'ok';
-      return tool === 'ok' ? { start, end } : { start, end, error: `tool:${tool}` };
+      if (tool !== 'ok') return { start, end, error: `tool:${tool}` };
+      if (!spec.answersFile) return { start, end };
+      return { start, end, reply: (JSON.parse(text) as { agent_message: { id: string } }).agent_message.id };
     }
     let firstEvent: bigint | undefined;
     let text = '';
@@ -117,6 +172,10 @@ function report(samples: Sample[], seconds: number, completedInWindow: number, s
       ok.filter((s) => s.firstEvent).map((s) => msBetween(s.start, s.firstEvent ?? s.end)),
     );
   }
+  if (spec.mode === 'approve') {
+    out.paused = summarize(ok.map((s) => msBetween(s.start, s.paused ?? s.end)));
+    out.decided = summarize(ok.map((s) => msBetween(s.paused ?? s.start, s.end)));
+  }
   return out;
 }
 
@@ -130,6 +189,7 @@ async function runDuration(): Promise<PassReport> {
   const from = t0 + warmupNs;
   const until = from + durationNs;
   const recorded: Sample[] = [];
+  const answers: Answer[] = [];
   let completedInWindow = 0;
   let n = 0;
   const worker = async (w: number) => {
@@ -139,10 +199,12 @@ async function runDuration(): Promise<PassReport> {
       if (process.hrtime.bigint() >= until) return;
       const sample = await send(mine[i] as string, n++);
       if (sample.start >= from) recorded.push(sample);
+      if (sample.reply) answers.push([sample.reply, Number(sample.end) / 1e6, sample.start >= from ? 1 : 0]);
       if (!sample.error && sample.end >= from && sample.end < until) completedInWindow++;
     }
   };
   await Promise.all(Array.from({ length: spec.concurrency }, (_, w) => worker(w)));
+  if (spec.answersFile) writeFileSync(spec.answersFile, JSON.stringify(answers));
   return report(recorded, Number(durationNs) / 1e9, completedInWindow, n);
 }
 

@@ -1,10 +1,14 @@
-// `npm run bench`: runs W1–W5 of issue 7, W1t of issue 17 (W1 with a tool step per send) and W1w (W1 with a
-// webhook endpoint) against Parley and the floor, prints the table, writes bench/RESULTS.md. Options: --quick
-// (short runs, fewer sessions), --duration=S (measured seconds of W1/W2/W1t/W1w), --only=w1,w1t,w1w,w3 (w1 and
-// w2 run together; w1t runs them too, since its figures are differences to W1; w1w runs its own W1), --no-write
-// (do not touch RESULTS.md; implied by --only).
+// `npm run bench`: runs W1–W5 of issue 7, W1t of issue 17 (W1 with a tool step per send), W1w (W1 with a
+// webhook endpoint), W6 (a turn paused for approval, then approved) and W7 (W1 with one conversation event
+// stream subscriber per session) against Parley and the floor, prints the table, writes bench/RESULTS.md.
+// Options: --quick (short runs, fewer sessions), --duration=S (measured seconds of W1/W2/W1t/W1w/W6/W7),
+// --only=w1,w1t,w1w,w3,w6,w7 (w1 and w2 run together; w1t runs them too, since its figures are differences to
+// W1; w1w and w7 run their own W1; w6 compares with W1t when it ran too), --no-write (do not touch RESULTS.md;
+// implied by --only).
+import { approvalCost } from './approval-cost.ts';
 import { cluster } from './cluster.ts';
 import { coldActivation } from './cold-activation.ts';
+import { eventStreamCost } from './event-stream-cost.ts';
 import { type MemoryRun, startMemory } from './memory.ts';
 import { installCleanup } from './processes.ts';
 import { cpuBusy, formatTable, writeResults } from './report.ts';
@@ -18,7 +22,7 @@ const unknown = args.filter((a) => !/^--(quick|no-write|duration=\d+(\.\d+)?|onl
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: npm run bench -- [--quick] [--duration=S] [--only=w1,w1t,w1w,w2,w3,w4,w5] [--no-write]\n',
+      'usage: npm run bench -- [--quick] [--duration=S] [--only=w1,w1t,w1w,w2,w3,w4,w5,w6,w7] [--no-write]\n',
   );
   process.exit(2);
 }
@@ -54,6 +58,13 @@ try {
     done.w12 = await throughput(settings, { toolStep: wanted('w1t') });
   }
   if (wanted('w1w')) done.w1w = await webhookCost(settings);
+  if (wanted('w6')) {
+    const w1t = done.w12?.figures;
+    const toolStep =
+      w1t?.w1tCpuMs !== undefined ? { concurrent: w1t.w1tCpuMs, one: w1t.w1tOneCpuMs ?? null } : undefined;
+    done.w6 = await approvalCost(settings, toolStep);
+  }
+  if (wanted('w7')) done.w7 = await eventStreamCost(settings);
   if (wanted('w4')) done.w4 = await coldActivation(settings);
   if (w3) done.w3 = await w3.finish();
   // After W4 and W3's last read: W5's three processes would skew their figures.
@@ -65,7 +76,7 @@ try {
   await w3?.stop();
 }
 
-const outcomes = ['w12', 'w1w', 'w3', 'w4', 'w5'].flatMap((k) => (done[k] ? [done[k]] : []));
+const outcomes = ['w12', 'w1w', 'w6', 'w7', 'w3', 'w4', 'w5'].flatMap((k) => (done[k] ? [done[k]] : []));
 const table = formatTable(outcomes.flatMap((o) => o.rows));
 const seconds = (Date.now() - startedAt.getTime()) / 1000;
 process.stdout.write(`\n${table}\n\n(${Math.round(seconds)} s)\n`);

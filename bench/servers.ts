@@ -1,6 +1,6 @@
 // The two servers under test, each its own child process: Parley (scripted agent, zero delay) and the floor;
-// W1t's HTTP tool and W1w's webhook endpoint; plus what the harness asks Parley directly: readiness, session
-// creation and /metrics.
+// W1t's and W6's HTTP tool and W1w's webhook endpoint; plus what the harness asks Parley directly: readiness,
+// session creation and /metrics.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -122,6 +122,18 @@ export function toolAgent(toolUrl: string) {
         secret_env: TOOL_SECRET_ENV,
       },
     ],
+  };
+}
+
+export const APPROVAL_AGENT_ID = 'bench-approval';
+
+/** W6's agent: toolAgent whose tool's every call waits for the integrator's decision (the API key's). */
+export function approvalAgent(toolUrl: string) {
+  const agent = toolAgent(toolUrl);
+  return {
+    ...agent,
+    id: APPROVAL_AGENT_ID,
+    tools: agent.tools.map((tool) => ({ ...tool, approval: 'operator' })),
   };
 }
 

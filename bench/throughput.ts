@@ -318,7 +318,9 @@ export async function throughput(s: Settings, options: { toolStep?: boolean } = 
         toolLine('W1t Parley c=1', w1tOne),
       );
     }
-    return { rows, details };
+    const figures: Record<string, number | null> =
+      w1t && w1tOne ? { w1tCpuMs: cpuMs.get(w1t) ?? null, w1tOneCpuMs: cpuMs.get(w1tOne) ?? null } : {};
+    return { rows, details, figures };
   } finally {
     await Promise.all([parley.stop(), floor.stop(), normal.stop(), tools?.stop()]);
   }

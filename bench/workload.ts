@@ -20,6 +20,8 @@ export interface Outcome {
   rows: Row[];
   /** Markdown lines for RESULTS.md: set-up, errors, raw summaries. */
   details: string[];
+  /** Figures a later workload compares with, by name (W6 takes W1t's server CPU per turn). */
+  figures?: Record<string, number | null>;
 }
 
 export const log = (line: string) => process.stderr.write(`${line}\n`);
