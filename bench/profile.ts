@@ -1,9 +1,10 @@
-// `node bench/profile.ts [--duration=S] [--warmup=S] [--tools-first=S] [--out=FILE] [--keep-profile=FILE]`:
-// where a W1 turn's CPU goes. Parley runs under `--cpu-prof`; W1 (c=32 plain sends over 1,000 scripted-agent
-// sessions) is driven for a warm-up and then the measured window; Parley is stopped gracefully so it writes the
-// profile, whose samples in that window are summed by category of code and by function (bench/cpu-profile.ts).
-// `--tools-first` drives W1t (one HTTP tool call per send, bench/tool-server.ts) that long before the warm-up,
-// to see what a process that has served tool turns spends on plain ones.
+// `node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--out=FILE]
+// [--keep-profile=FILE]`: where a W1 turn's CPU goes. Parley runs under `--cpu-prof`; W1 (plain sends over
+// 1,000 scripted-agent sessions, c=32 unless `--concurrency` says otherwise) is driven for a warm-up and then
+// the measured window; Parley is stopped gracefully so it writes the profile, whose samples in that window are
+// summed by category of code and by function (bench/cpu-profile.ts). `--tools-first` drives W1t (one HTTP tool
+// call per send, bench/tool-server.ts) that long before the warm-up, to see what a process that has served
+// tool turns spends on plain ones.
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aggregate, type CpuProfile, formatAggregate } from './cpu-profile.ts';
@@ -25,7 +26,6 @@ import {
 import { errorText, log } from './workload.ts';
 
 const SESSIONS = 1_000;
-const CONCURRENCY = 32;
 // V8's default; finer sampling costs the profiled process more.
 const INTERVAL_US = 1_000;
 
@@ -33,15 +33,19 @@ const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const unknown = args.filter(
   (a) =>
-    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|tools-first=\d+(\.\d+)?|out=.+|keep-profile=.+)$/.test(a),
+    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|out=.+|keep-profile=.+)$/.test(
+      a,
+    ),
 );
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--tools-first=S] [--out=FILE] [--keep-profile=FILE]\n',
+      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--out=FILE] [--keep-profile=FILE]\n',
   );
   process.exit(2);
 }
+// 32 is W1's; 1 shows what a lone turn costs (no group commit shares its fsync).
+const CONCURRENCY = Number(option('concurrency') ?? 32);
 const durationMs = Number(option('duration') ?? 10) * 1000;
 const warmupMs = Number(option('warmup') ?? 2) * 1000;
 const toolsFirstMs = Number(option('tools-first') ?? 0) * 1000;
