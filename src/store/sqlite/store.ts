@@ -6,6 +6,7 @@ import { ComposedStore } from '../composed-store.ts';
 import { now } from '../rows.ts';
 import type { Migration, SessionWrite, SessionWriteResult, Store } from '../store.ts';
 import { tellRefused } from '../webhook-outbox.ts';
+import { Checkpointer } from './checkpointer.ts';
 import { SqliteConnection } from './db.ts';
 import * as files from './files.ts';
 import * as messages from './messages.ts';
@@ -16,9 +17,16 @@ import * as usage from './usage.ts';
 import * as users from './users.ts';
 import * as webhooks from './webhooks.ts';
 
+/** How often the checkpointer copies what was committed since: a tenth of a second of commits at most. */
+const CHECKPOINT_MS = 100;
+/** The WAL's size (in 4 KiB pages: 16 MiB) past which a commit checkpoints on the main thread after all. */
+const FALLBACK_CHECKPOINT_PAGES = 4096;
+
 export class SqliteStore extends ComposedStore<SqliteConnection> implements Store {
   readonly #db: SqliteConnection;
   readonly #migrations: readonly Migration[];
+  /** The WAL's checkpoints, on a thread of their own (none for an in-memory database). */
+  readonly checkpointer: Checkpointer | null;
   readonly #pendingWrites: {
     write: SessionWrite;
     resolve(result: SessionWriteResult): void;
@@ -30,6 +38,9 @@ export class SqliteStore extends ComposedStore<SqliteConnection> implements Stor
     super(db, { tenants, users, files, sessions, messages, webhooks, usage });
     this.#db = db;
     this.#migrations = migrations;
+    this.checkpointer = file === ':memory:' ? null : new Checkpointer(file, { intervalMs: CHECKPOINT_MS });
+    // The main connection checkpoints only if the worker falls far behind.
+    if (this.checkpointer) db.exec(`PRAGMA wal_autocheckpoint = ${FALLBACK_CHECKPOINT_PAGES}`);
   }
 
   async migrate(): Promise<number> {
@@ -58,6 +69,7 @@ export class SqliteStore extends ComposedStore<SqliteConnection> implements Stor
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
     this.#flushSessionWrites();
+    await this.checkpointer?.stop();
     this.#db.close();
   }
 
