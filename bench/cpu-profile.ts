@@ -130,8 +130,13 @@ function sqliteCallAt(url: string, line: number): string | null {
     }
     sourceLines.set(url, lines);
   }
-  return SQLITE_CALL.exec(lines?.[line - 1] ?? '')?.[1] ?? null;
+  const text = lines?.[line - 1] ?? '';
+  // Transaction control is counted as `exec` however it is run (db.ts prepares BEGIN, COMMIT and savepoints).
+  if (TRANSACTION_CONTROL.test(text)) return 'exec';
+  return SQLITE_CALL.exec(text)?.[1] ?? null;
 }
+
+const TRANSACTION_CONTROL = /'(BEGIN IMMEDIATE|COMMIT|SAVEPOINT write|RELEASE write)'/;
 
 /** The parts of a node's self time spent in node:sqlite calls, by line, as fractions of its samples. */
 function sqliteShares(node: ProfileNode): Array<{ line: number; method: string; share: number }> {
