@@ -49,14 +49,15 @@ export class Checkpointer {
       eval: true,
       workerData: { file, intervalMs: options.intervalMs },
     });
-    // It must not keep a process alive that has nothing else to do.
-    this.#worker.unref();
     this.#worker.on('message', (m: { checkpointed?: number; error?: string }) => {
       if (m.error !== undefined) options.onError?.(m.error);
       else this.#checkpoints++;
     });
     this.#exited = new Promise((resolve) => this.#worker.once('exit', () => resolve()));
     this.#worker.on('error', (err) => options.onError?.(String(err)));
+    // It must not keep a process alive that has nothing else to do (a store never closed: a failed start).
+    // After the listeners: adding a 'message' listener references the worker's port again.
+    this.#worker.unref();
   }
 
   /** Checkpoints of the worker that copied anything so far. */

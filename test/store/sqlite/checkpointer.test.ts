@@ -1,13 +1,16 @@
 // The WAL's checkpoints run on the checkpointer's thread: what the store commits reaches the database file
 // itself without any commit of the store crossing SQLite's checkpoint threshold.
 import assert from 'node:assert/strict';
-import { copyFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, it } from 'node:test';
 import { SqliteStore } from '../../../src/store/sqlite/store.ts';
+import { projectRoot } from '../../../support/processes.ts';
 import { waitFor } from '../../helpers/wait.ts';
 
 const dir = await mkdtemp(join(tmpdir(), 'parley-checkpoint-'));
@@ -17,13 +20,17 @@ after(() => rm(dir, { recursive: true, force: true }));
 function tenantsInFile(file: string): number {
   const copy = join(dir, `copy-${Date.now()}-${Math.random()}.db`);
   copyFileSync(file, copy);
-  const db = new DatabaseSync(copy, { readOnly: true });
+  let db: DatabaseSync | undefined;
   try {
+    db = new DatabaseSync(copy, { readOnly: true });
     // Before the migrations' pages are copied, the file has no tables at all.
     const table = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'tenants'").get();
     return table ? Number(db.prepare('SELECT count(*) AS n FROM tenants').get()?.n) : 0;
+  } catch {
+    // Copied while the checkpointer was writing the file: a torn copy, read again at the next poll.
+    return 0;
   } finally {
-    db.close();
+    db?.close();
   }
 }
 
@@ -47,4 +54,23 @@ it('has no checkpointer for an in-memory database, and closes all the same', asy
   await store.migrate();
   assert.equal(store.checkpointer, null);
   await store.close();
+});
+
+it('does not keep a process alive whose store was never closed (a start that failed)', async () => {
+  const script = `
+    import { SqliteStore } from ${JSON.stringify(join(projectRoot, 'src/store/sqlite/store.ts'))};
+    const store = new SqliteStore(${JSON.stringify(join(dir, 'unclosed.db'))});
+    await store.migrate();
+  `;
+  // A process the thread keeps alive is killed after 20 s: the test fails instead of hanging.
+  // A file, not `-e`: an evaluated script ends its process whatever handles are left.
+  const file = join(dir, 'unclosed.mjs');
+  writeFileSync(file, script);
+  const child = spawn(process.execPath, [file], {
+    stdio: 'inherit',
+    signal: AbortSignal.timeout(20_000),
+  });
+  child.on('error', () => {});
+  const [code, signal] = await once(child, 'exit');
+  assert.deepEqual({ code, signal }, { code: 0, signal: null });
 });
