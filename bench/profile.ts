@@ -4,7 +4,7 @@
 // the measured window; Parley is stopped gracefully so it writes the profile, whose samples in that window are
 // summed by category of code and by function (bench/cpu-profile.ts). `--tools-first` drives W1t (one HTTP tool
 // call per send, bench/tool-server.ts) that long before the warm-up, to see what a process that has served
-// tool turns spends on plain ones.
+// tool turns spends on plain ones; `--tool-step` profiles W1t itself (every measured send makes one tool call).
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aggregate, type CpuProfile, formatAggregate } from './cpu-profile.ts';
@@ -33,14 +33,14 @@ const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const unknown = args.filter(
   (a) =>
-    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|out=.+|keep-profile=.+)$/.test(
+    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|tool-step|out=.+|keep-profile=.+)$/.test(
       a,
     ),
 );
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--out=FILE] [--keep-profile=FILE]\n',
+      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--out=FILE] [--keep-profile=FILE]\n',
   );
   process.exit(2);
 }
@@ -49,6 +49,7 @@ const CONCURRENCY = Number(option('concurrency') ?? 32);
 const durationMs = Number(option('duration') ?? 10) * 1000;
 const warmupMs = Number(option('warmup') ?? 2) * 1000;
 const toolsFirstMs = Number(option('tools-first') ?? 0) * 1000;
+const toolStep = args.includes('--tool-step');
 const out = option('out');
 const keep = option('keep-profile');
 
@@ -68,7 +69,7 @@ const busyBefore = await cpuBusy();
 log(`CPUs ${busyBefore.toFixed(0)}% busy before the run (other processes skew the figures)`);
 const startedAt = new Date();
 const profileDir = tempDir('cpuprof');
-const tools = toolsFirstMs > 0 ? await startToolServer() : null;
+const tools = toolsFirstMs > 0 || toolStep ? await startToolServer() : null;
 const parley = await startParley({
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-interval=${INTERVAL_US}`],
   ...(tools ? { moreAgents: [toolAgent(tools.url)], env: { [TOOL_SECRET_ENV]: toolSecret() } } : {}),
@@ -77,8 +78,8 @@ let stopped = false;
 try {
   log(`creating ${SESSIONS} sessions`);
   const sessions = await createSessions(parley, SESSIONS);
-  if (tools) {
-    const toolSessions = await createSessions(parley, SESSIONS, TOOL_AGENT_ID);
+  const toolSessions = tools ? await createSessions(parley, SESSIONS, TOOL_AGENT_ID) : [];
+  if (toolsFirstMs > 0) {
     log(`W1t first: c=${CONCURRENCY}, ${toolsFirstMs / 1000} s`);
     const w1t = await runLoad({
       url: parley.url,
@@ -98,11 +99,12 @@ try {
       url: parley.url,
       apiKey: parley.apiKey,
       mode: 'plain',
-      sessions,
+      sessions: toolStep ? toolSessions : sessions,
       concurrency: CONCURRENCY,
       kind: 'duration',
       warmupMs: 0,
       durationMs: ms,
+      ...(toolStep ? { tool: TOOL_NAME } : {}),
     });
   log(`W1 warm-up: c=${CONCURRENCY}, ${warmupMs / 1000} s`);
   const warm = await load(warmupMs);
@@ -123,8 +125,9 @@ try {
   const procMs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1000;
   const perRequest = (ms: number) => (ms / w1.sent).toFixed(4);
   const markdown = [
-    `### CPU profile of W1 (c=${CONCURRENCY} plain sends over ${SESSIONS} sessions of the scripted \`bench\` agent` +
-      `${tools ? `, after ${toolsFirstMs / 1000} s of W1t` : ''})`,
+    `### CPU profile of ${toolStep ? 'W1t' : 'W1'} (c=${CONCURRENCY} ${toolStep ? 'sends making one tool call each' : 'plain sends'} ` +
+      `over ${SESSIONS} sessions of the scripted \`${toolStep ? TOOL_AGENT_ID : 'bench'}\` agent` +
+      `${toolsFirstMs > 0 ? `, after ${toolsFirstMs / 1000} s of W1t` : ''})`,
     '',
     `- Date: ${startedAt.toISOString()}; command: \`node bench/profile.ts${args.length ? ` ${args.join(' ')}` : ''}\`; ` +
       `CPUs ${busyBefore.toFixed(0)}% busy before the run`,
