@@ -141,6 +141,11 @@ describe('the widget, as people see it', { skip: browserSkip }, () => {
     await chat.getByRole('button', { name: 'End', exact: true }).click();
     await chat.locator('form.feedback').waitFor();
     await chat.getByRole('button', { name: 'Start a new conversation' }).click();
+    // The input may still be enabled from the old conversation for a moment: the new one's id is the sign.
+    await waitInPage(
+      page,
+      `document.querySelector('parley-chat').getAttribute('conversation-id') !== ${JSON.stringify(first)}`,
+    );
     await waitInPage(page, READY);
     const second = await chat.getAttribute('conversation-id');
     assert.ok(second && second !== first, 'a new conversation');
