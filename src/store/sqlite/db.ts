@@ -1,6 +1,6 @@
 // SqliteStore's one connection (node:sqlite, WAL, full fsync) and what its per-resource modules (users.ts,
-// …) use of it: prepared statements and the write transaction; plus running the statements of sql.ts, and
-// the node:sqlite error codes the modules tell apart.
+// …) use of it: prepared statements, the write transaction and the group commit; plus running the statements
+// of sql.ts, and the node:sqlite error codes the modules tell apart.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
@@ -12,6 +12,12 @@ export interface SqliteDb {
   q(sql: string): StatementSync;
   /** Runs `fn` in a BEGIN IMMEDIATE transaction, or in a savepoint inside one: a throw undoes only `fn`. */
   write<T>(fn: () => T): T;
+  /**
+   * Runs `fn` in the next group commit: one transaction (one fsync) for every grouped write asked for during
+   * this turn of the event loop, each in a savepoint of its own so that a throw undoes only its own write.
+   * Settles once that transaction committed (or failed: then nothing of the group is stored).
+   */
+  grouped<T>(fn: () => T): Promise<T>;
   /**
    * `read`'s answer, read once per transaction (call inside db.write): for a fact the transaction's own
    * writes do not change, asked by each of the many writes one group commit applies.
@@ -58,6 +64,8 @@ export class SqliteConnection implements SqliteDb {
   readonly #statements = new Map<string, StatementSync>();
   /** Answers read once in the transaction open now (oncePerTransaction); emptied when one begins. */
   readonly #transactionReads = new Map<string, unknown>();
+  /** The grouped writes waiting for the next group commit (flushGrouped). */
+  readonly #group: { fn: () => unknown; resolve(value: unknown): void; reject(error: unknown): void }[] = [];
 
   constructor(file: string) {
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -113,6 +121,46 @@ export class SqliteConnection implements SqliteDb {
     }
     this.q(nested ? 'RELEASE write' : 'COMMIT').run();
     return result;
+  }
+
+  grouped<T>(fn: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#group.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (this.#group.length === 1) setImmediate(() => this.flushGrouped());
+    });
+  }
+
+  /** Commits the grouped writes waiting now, if any (at once: close() calls it before closing). */
+  flushGrouped(): void {
+    const batch = this.#group.splice(0);
+    if (batch.length === 0) return;
+    const outcomes: ({ value: unknown } | { error: unknown })[] = [];
+    try {
+      this.write(() => {
+        // A write alone in its group needs no savepoint: its failure rolls back the transaction, which holds
+        // nothing else. (A savepoint and its release are two more statements per write.)
+        if (batch.length === 1 && batch[0]) {
+          outcomes.push({ value: batch[0].fn() });
+          return;
+        }
+        for (const { fn } of batch) {
+          try {
+            outcomes.push({ value: this.write(fn) });
+          } catch (error) {
+            outcomes.push({ error });
+          }
+        }
+      });
+    } catch (error) {
+      // The transaction itself failed: nothing of the group is stored.
+      for (const item of batch) item.reject(error);
+      return;
+    }
+    for (const [i, item] of batch.entries()) {
+      const outcome = outcomes[i];
+      if (outcome && 'value' in outcome) item.resolve(outcome.value);
+      else item.reject(outcome?.error);
+    }
   }
 
   oncePerTransaction<T>(key: string, read: () => T): T {

@@ -1,5 +1,6 @@
 // The embedded Store: one SQLite file (Node's built-in node:sqlite) on the connection of db.ts. This module
-// holds the migrations' runner and the group commit of session writes; the resources are in the modules
+// holds the migrations' runner and the lifecycle; session writes go through the connection's group commit;
+// the resources are in the modules
 // beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts, usage.ts), composed by
 // ComposedStore.
 import { ComposedStore } from '../composed-store.ts';
@@ -27,12 +28,6 @@ export class SqliteStore extends ComposedStore<SqliteConnection> implements Stor
   readonly #migrations: readonly Migration[];
   /** The WAL's checkpoints, on a thread of their own (none for an in-memory database). */
   readonly checkpointer: Checkpointer | null;
-  readonly #pendingWrites: {
-    write: SessionWrite;
-    resolve(result: SessionWriteResult): void;
-    reject(error: unknown): void;
-  }[] = [];
-
   constructor(file: string, migrations: readonly Migration[] = sqliteMigrations) {
     const db = new SqliteConnection(file);
     super(db, { tenants, users, files, sessions, messages, webhooks, usage });
@@ -68,58 +63,19 @@ export class SqliteStore extends ComposedStore<SqliteConnection> implements Stor
 
   async close(): Promise<void> {
     if (!this.#db.isOpen) return;
-    this.#flushSessionWrites();
+    this.#db.flushGrouped();
     await this.checkpointer?.stop();
     this.#db.close();
   }
 
   /**
-   * Group commit: the session writes asked for during one turn of the event loop are applied together in
-   * one transaction (one fsync), each in a savepoint of its own so that a refused write (a stale fence)
-   * refuses only itself. Every caller is answered after that transaction committed.
+   * In the connection's group commit (db.ts grouped): the session writes, webhook claims and attempts asked
+   * for during one turn of the event loop share one transaction and one fsync. Every caller is answered after
+   * that transaction committed; a refused write (a stale fence) refuses only itself.
    */
-  commitSession(write: SessionWrite): Promise<SessionWriteResult> {
-    return new Promise((resolve, reject) => {
-      this.#pendingWrites.push({ write, resolve, reject });
-      if (this.#pendingWrites.length === 1) setImmediate(() => this.#flushSessionWrites());
-    });
+  async commitSession(write: SessionWrite): Promise<SessionWriteResult> {
+    const result = await this.#db.grouped(() => sessions.applySessionWrite(this.#db, write));
+    tellRefused(this.#db, result.webhook_refused);
+    return result;
   }
-
-  #flushSessionWrites(): void {
-    const batch = this.#pendingWrites.splice(0);
-    if (batch.length === 0) return;
-    const outcomes: ({ value: SessionWriteResult } | { error: unknown })[] = [];
-    try {
-      this.#db.write(() => {
-        // A write alone in its batch needs no savepoint: its failure rolls back the transaction, which holds
-        // nothing else. (A savepoint and its release are two more statements per write.)
-        if (batch.length === 1 && batch[0]) {
-          outcomes.push({ value: sessions.applySessionWrite(this.#db, batch[0].write) });
-          return;
-        }
-        for (const { write } of batch) {
-          try {
-            outcomes.push({ value: this.#applyInSavepoint(write) });
-          } catch (error) {
-            outcomes.push({ error });
-          }
-        }
-      });
-    } catch (error) {
-      // The transaction itself failed: nothing of the batch is stored.
-      for (const item of batch) item.reject(error);
-      return;
-    }
-    for (const [i, item] of batch.entries()) {
-      const outcome = outcomes[i];
-      if (outcome && 'value' in outcome) {
-        tellRefused(this.#db, outcome.value.webhook_refused);
-        item.resolve(outcome.value);
-      } else item.reject(outcome?.error);
-    }
-  }
-
-  /** Nested inside db.write, this runs in a SAVEPOINT: a throw undoes this write only. */
-  readonly #applyInSavepoint = (write: SessionWrite): SessionWriteResult =>
-    this.#db.write(() => sessions.applySessionWrite(this.#db, write));
 }

@@ -1,6 +1,7 @@
 // Webhooks of SqliteStore: a tenant's endpoints, and the outbox of their deliveries. Events are queued by
 // queueWebhookEvents inside the transaction of the change they report (a session commit, a user's delete,
-// feedback), so that an event is stored if and only if its change is.
+// feedback), so that an event is stored if and only if its change is. The deliverer's claims and records go
+// through the group commit (db.ts grouped): under load they share the turns' transactions and fsyncs.
 import { now, type Row, toPage } from '../rows.ts';
 import { insert, instant, sqliteDialect } from '../sql.ts';
 import type { WebhookEvent, WebhookOutboxUsage, WebhookStore } from '../store.ts';
@@ -137,7 +138,7 @@ export function part(db: SqliteDb): WebhookStore {
     },
 
     async claimWebhookProbe(claim) {
-      const result = db.write(() => run(db, backoffSql.claimWebhookProbe(sqliteDialect, claim)));
+      const result = await db.grouped(() => run(db, backoffSql.claimWebhookProbe(sqliteDialect, claim)));
       return Number(result.changes) === 1;
     },
 
@@ -147,17 +148,17 @@ export function part(db: SqliteDb): WebhookStore {
     },
 
     async claimWebhookDelivery(claim) {
-      const result = db.write(() => run(db, webhookSql.claimWebhookDelivery(sqliteDialect, claim)));
+      const result = await db.grouped(() => run(db, webhookSql.claimWebhookDelivery(sqliteDialect, claim)));
       return Number(result.changes) === 1;
     },
 
     async releaseWebhookClaim(claim) {
-      const result = db.write(() => run(db, webhookSql.releaseWebhookClaim(sqliteDialect, claim)));
+      const result = await db.grouped(() => run(db, webhookSql.releaseWebhookClaim(sqliteDialect, claim)));
       return Number(result.changes) === 1;
     },
 
     async recordWebhookAttempt(attempt) {
-      return db.write(() => {
+      return db.grouped(() => {
         const recorded = get(db, webhookSql.recordWebhookAttempt(sqliteDialect, attempt));
         if (!recorded) return false;
         const webhookId = String(recorded.webhook_id);
