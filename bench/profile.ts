@@ -1,10 +1,12 @@
-// `node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--out=FILE]
+// `node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--webhook] [--out=FILE]
 // [--keep-profile=FILE]`: where a W1 turn's CPU goes. Parley runs under `--cpu-prof`; W1 (plain sends over
 // 1,000 scripted-agent sessions, c=32 unless `--concurrency` says otherwise) is driven for a warm-up and then
 // the measured window; Parley is stopped gracefully so it writes the profile, whose samples in that window are
 // summed by category of code and by function (bench/cpu-profile.ts). `--tools-first` drives W1t (one HTTP tool
 // call per send, bench/tool-server.ts) that long before the warm-up, to see what a process that has served
-// tool turns spends on plain ones; `--tool-step` profiles W1t itself (every measured send makes one tool call).
+// tool turns spends on plain ones; `--tool-step` profiles W1t itself (every measured send makes one tool call);
+// `--webhook` profiles W1w (an endpoint subscribed to turn.completed on bench/webhook-receiver.ts: every send
+// queues a delivery, sent and recorded beside the load).
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aggregate, type CpuProfile, formatAggregate } from './cpu-profile.ts';
@@ -17,6 +19,7 @@ import {
   type Server,
   startParley,
   startToolServer,
+  startWebhookReceiver,
   TOOL_AGENT_ID,
   TOOL_NAME,
   TOOL_SECRET_ENV,
@@ -33,14 +36,14 @@ const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const unknown = args.filter(
   (a) =>
-    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|tool-step|out=.+|keep-profile=.+)$/.test(
+    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|tool-step|webhook|out=.+|keep-profile=.+)$/.test(
       a,
     ),
 );
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--out=FILE] [--keep-profile=FILE]\n',
+      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--webhook] [--out=FILE] [--keep-profile=FILE]\n',
   );
   process.exit(2);
 }
@@ -50,6 +53,7 @@ const durationMs = Number(option('duration') ?? 10) * 1000;
 const warmupMs = Number(option('warmup') ?? 2) * 1000;
 const toolsFirstMs = Number(option('tools-first') ?? 0) * 1000;
 const toolStep = args.includes('--tool-step');
+const webhook = args.includes('--webhook');
 const out = option('out');
 const keep = option('keep-profile');
 
@@ -70,6 +74,7 @@ log(`CPUs ${busyBefore.toFixed(0)}% busy before the run (other processes skew th
 const startedAt = new Date();
 const profileDir = tempDir('cpuprof');
 const tools = toolsFirstMs > 0 || toolStep ? await startToolServer() : null;
+const receiver = webhook ? await startWebhookReceiver() : null;
 const parley = await startParley({
   nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-interval=${INTERVAL_US}`],
   ...(tools ? { moreAgents: [toolAgent(tools.url)], env: { [TOOL_SECRET_ENV]: toolSecret() } } : {}),
@@ -79,6 +84,14 @@ try {
   log(`creating ${SESSIONS} sessions`);
   const sessions = await createSessions(parley, SESSIONS);
   const toolSessions = tools ? await createSessions(parley, SESSIONS, TOOL_AGENT_ID) : [];
+  if (receiver) {
+    const hook = await fetch(`${parley.url}/v1/agents/webhooks`, {
+      method: 'POST',
+      headers: { 'x-api-key': parley.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ url: `${receiver.url}/hooks`, events: ['turn.completed'] }),
+    });
+    if (hook.status !== 201) throw new Error(`registering the endpoint answered ${hook.status}`);
+  }
   if (toolsFirstMs > 0) {
     log(`W1t first: c=${CONCURRENCY}, ${toolsFirstMs / 1000} s`);
     const w1t = await runLoad({
@@ -125,7 +138,7 @@ try {
   const procMs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1000;
   const perRequest = (ms: number) => (ms / w1.sent).toFixed(4);
   const markdown = [
-    `### CPU profile of ${toolStep ? 'W1t' : 'W1'} (c=${CONCURRENCY} ${toolStep ? 'sends making one tool call each' : 'plain sends'} ` +
+    `### CPU profile of ${toolStep ? 'W1t' : webhook ? 'W1w' : 'W1'} (c=${CONCURRENCY} ${toolStep ? 'sends making one tool call each' : 'plain sends'} ` +
       `over ${SESSIONS} sessions of the scripted \`${toolStep ? TOOL_AGENT_ID : 'bench'}\` agent` +
       `${toolsFirstMs > 0 ? `, after ${toolsFirstMs / 1000} s of W1t` : ''})`,
     '',
@@ -160,4 +173,5 @@ try {
 } finally {
   if (!stopped) await parley.stop();
   await tools?.stop();
+  await receiver?.stop();
 }

@@ -41,6 +41,7 @@ import { registerJsonBodies, validatorCompiler } from './http/server/validation.
 import { EventStreams } from './http/turns/event-streams.ts';
 import { LiveTurns } from './http/turns/log.ts';
 import { ResidentBytes } from './resident-bytes.ts';
+import { SHARD_COUNT } from './shards.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -185,7 +186,12 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   const webhooks = new WebhookDeliverer({
     store,
-    shards: () => coordinator.servedShards(),
+    // Every shard (one node, or a cluster's only member): no filter, rather than a list of 1,024 for the
+    // store to parse at every round.
+    shards: () => {
+      const served = coordinator.servedShards();
+      return served.length === SHARD_COUNT ? undefined : served;
+    },
     serves: (shard) => coordinator.serves(shard),
     retrySchedule: config.webhooks.retryScheduleMs,
     allowPrivate: config.webhooks.allowPrivate,
