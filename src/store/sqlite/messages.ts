@@ -61,7 +61,7 @@ export function part(db: SqliteDb): StoreParts['messages'] {
 
     async upsertFeedback(sessionId, feedback, event) {
       let refused = 0;
-      const stored = db.write(() => {
+      const stored = await db.grouped(() => {
         const row = get(db, upsertFeedback(sqliteDialect, sessionId, feedback, now()));
         if (!row) throw new Error(`The feedback of session ${sessionId} was not stored`);
         const kept = toFeedback(row);

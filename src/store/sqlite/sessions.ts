@@ -59,7 +59,7 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
 
     async createSession(tenantId, session, fence) {
       const at = now();
-      db.write(() => {
+      await db.grouped(() => {
         checkFence(fence);
         if (session.shard !== fence.shard) throw new StaleEpochError(session.shard);
         if (session.user_id !== null) {
@@ -118,7 +118,7 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
 
     async replaceSessionToken(sessionId, expected, jti) {
       const statement = replaceSessionToken(sqliteDialect, sessionId, expected, jti, now());
-      return db.write(() => Number(run(db, statement).changes) === 1);
+      return db.grouped(() => Number(run(db, statement).changes) === 1);
     },
 
     async sessionsToWake(at, limit, shards) {

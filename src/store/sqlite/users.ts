@@ -22,7 +22,7 @@ export function part(db: SqliteDb): UserStore {
     async createUser(tenantId, id, fields) {
       const row = userRow(tenantId, id, fields, now());
       try {
-        db.write(() => run(db, insert(sqliteDialect, 'users', row)));
+        await db.grouped(() => run(db, insert(sqliteDialect, 'users', row)));
       } catch (err) {
         throw referenceConflict(err, fields.reference);
       }
@@ -42,7 +42,7 @@ export function part(db: SqliteDb): UserStore {
 
     async updateUser(tenantId, id, fields) {
       try {
-        const row = db.write(() => get(db, updateUser(sqliteDialect, tenantId, id, fields, now())));
+        const row = await db.grouped(() => get(db, updateUser(sqliteDialect, tenantId, id, fields, now())));
         return row ? toUser(row) : null;
       } catch (err) {
         throw referenceConflict(err, fields.reference);
