@@ -41,7 +41,7 @@ import { registerJsonBodies, validatorCompiler } from './http/server/validation.
 import { EventStreams } from './http/turns/event-streams.ts';
 import { LiveTurns } from './http/turns/log.ts';
 import { ResidentBytes } from './resident-bytes.ts';
-import { SHARD_COUNT } from './shards.ts';
+import { shardFilter } from './shards.ts';
 import { describeStore, keyHintCommand, type StartupFacts } from './startup.ts';
 import { openStore } from './store/open-store.ts';
 import type { Store } from './store/store.ts';
@@ -186,12 +186,7 @@ export async function buildApp(config: Config, deps: AppDependencies = {}): Prom
   });
   const webhooks = new WebhookDeliverer({
     store,
-    // Every shard (one node, or a cluster's only member): no filter, rather than a list of 1,024 for the
-    // store to parse at every round.
-    shards: () => {
-      const served = coordinator.servedShards();
-      return served.length === SHARD_COUNT ? undefined : served;
-    },
+    shards: () => shardFilter(coordinator.servedShards()),
     serves: (shard) => coordinator.serves(shard),
     retrySchedule: config.webhooks.retryScheduleMs,
     allowPrivate: config.webhooks.allowPrivate,

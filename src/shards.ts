@@ -11,3 +11,10 @@ export function shardOf(id: string): number {
   }
   return (hash >>> 0) % SHARD_COUNT;
 }
+
+/**
+ * `served` as the store's shard filter: undefined when it holds every shard (one node), so that a query
+ * reads no list of 1,024 shards to parse and match.
+ */
+export const shardFilter = (served: readonly number[]): readonly number[] | undefined =>
+  served.length === SHARD_COUNT ? undefined : served;

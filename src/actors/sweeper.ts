@@ -5,6 +5,7 @@
 // payloads of webhook events no pending delivery needs. One sweep at a time; a failed one is logged and the
 // next retries.
 import type { Coordinator } from '../cluster/coordinator.ts';
+import { shardFilter } from '../shards.ts';
 import type { Store } from '../store/store.ts';
 import type { ResidentActors } from './resident-actors.ts';
 
@@ -63,11 +64,15 @@ export class Sweeper {
       for (const id of await store.sessionsDueForExpiry(
         now,
         EXPIRIES_PER_SWEEP,
-        coordinator.servedShards(),
+        shardFilter(coordinator.servedShards()),
       )) {
         await this.#o.expireIfDue(id).catch((err) => log?.warn({ err, session_id: id }, 'expiry failed'));
       }
-      for (const id of await store.sessionsToWake(now, EXPIRIES_PER_SWEEP, coordinator.servedShards())) {
+      for (const id of await store.sessionsToWake(
+        now,
+        EXPIRIES_PER_SWEEP,
+        shardFilter(coordinator.servedShards()),
+      )) {
         await this.#o
           .wake(id)
           .catch((err) => log?.warn({ err, session_id: id }, 'waking a paused turn failed'));
@@ -75,7 +80,7 @@ export class Sweeper {
       const { retention } = this.#o;
       if (retention) {
         const before = new Date(Date.now() - retention.afterMs).toISOString();
-        const shards = coordinator.servedShards();
+        const shards = shardFilter(coordinator.servedShards());
         for (const id of await store.sessionsCreatedBefore(
           retention.tenantId,
           before,
