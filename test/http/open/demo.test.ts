@@ -12,8 +12,10 @@ import {
   DEMO_TENANT,
   DEMO_TOKENS_PER_MINUTE,
   demoKeyCount,
+  ensureDemoKey,
 } from '../../../src/http/open/demo.ts';
 import { SqliteStore } from '../../../src/store/sqlite/store.ts';
+import type { Store } from '../../../src/store/store.ts';
 import { type TestApp, useTestApp } from '../../helpers/app.ts';
 import { publicClient, startConversation } from '../../helpers/conversations.ts';
 import { killLeftoverChildren, startService, tempDir } from '../../helpers/process.ts';
@@ -303,13 +305,20 @@ describe('two processes on one database', () => {
       loadConfig({ PARLEY_DATA_DIR: t.dataDir, LOG_LEVEL: 'silent', PARLEY_DEMO: 'true' }),
       { store: secondStore },
     );
-    const apps = [t.app, second];
-    const pages = await Promise.all(
-      Array.from({ length: 8 }, (_, i) =>
-        apps[i % 2]?.inject({ url: '/demo', remoteAddress: `203.0.113.${i}` }),
-      ),
+    // Both processes make the demo tenant and key at the same time (each store is one process's connection):
+    // one key stands, the oldest, whichever made it.
+    const stores = [t.store, secondStore];
+    const keys = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => ensureDemoKey(stores[i % 2] as Store)),
     );
+    assert.equal(new Set(keys).size, 1, 'every process hands out tokens of one key');
     assert.equal((await t.store.listTenants()).filter((x) => x.id === DEMO_TENANT).length, 1);
+    // Then pages from each, the first process's before the second starts: one node each (no Redis), the
+    // second's start claims every shard and fences the first out.
+    const page = (app: typeof second, i: number) =>
+      app?.inject({ url: '/demo', remoteAddress: `203.0.113.${i}` });
+    const first = await Promise.all([0, 2, 4, 6].map((i) => page(t.app, i)));
+    const pages = [...first, ...(await Promise.all([1, 3, 5, 7].map((i) => page(second, i))))];
     for (const page of pages) {
       assert.equal(page?.statusCode, 200);
       const attributes = chatAttributes(page?.body ?? '');
