@@ -87,6 +87,8 @@ for (const kind of ['sqlite', 'postgres'] as const) {
       assert.equal(stale.headers['retry-after'], '1');
       assert.deepEqual(error.context, { session_id: session.id });
       assert.equal(a.app.sessionHost.residentCount, 0);
+      const metrics = (await a.app.inject({ url: '/metrics' })).body;
+      assert.match(metrics, /^parley_stale_epoch_rejections_total 1$/m);
       // The client's retry at the owner is served.
       const retried = await atB.send('thanks');
       assert.equal(retried.statusCode, 201, retried.body);
