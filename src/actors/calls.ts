@@ -1,8 +1,9 @@
 // Who waits on which operation, and answering them: with the operation's result, with the result of the
 // operation a duplicate joined (same Idempotency-Key, same request), or with an error (the machine's own
-// answers are provided here too). A streamed turn's
-// observer stays with its call until the turn ends. Calls are kept by kind so that each waiter gets its
-// kind's result type.
+// answers are provided here too). An answer that rests on the actor's memory alone (the machine's refusals,
+// an operation that wrote nothing) waits until the store confirms this process still owns the session. A
+// streamed turn's observer stays with its call until the turn ends. Calls are kept by kind so that each waiter
+// gets its kind's result type.
 import type { AnyActorRef } from 'xstate';
 import { AppError, approvalPending } from '../errors.ts';
 import { waitingCallIds } from '../machines/paused-turn.ts';
@@ -33,7 +34,24 @@ interface Call<K extends OperationKind> {
 
 type CallsByKind = { [K in OperationKind]: Map<string, Call<K>> };
 
+/** How an operation ended: its result, or the error its callers get. */
+export type Outcome<R> = { value: R } | { error: unknown };
+
+function answer<R>(waiters: readonly Waiter<R>[], outcome: Outcome<R>): void {
+  for (const waiter of waiters) {
+    if ('value' in outcome) waiter.resolve(outcome.value);
+    else waiter.reject(outcome.error);
+  }
+}
+
 export class Calls {
+  /** Resolves while this process still owns the session; rejects with the error to answer instead. */
+  readonly #confirm: (sessionId: string) => Promise<void>;
+
+  constructor(confirm: (sessionId: string) => Promise<void>) {
+    this.#confirm = confirm;
+  }
+
   readonly #byKind: CallsByKind = {
     send: new Map(),
     inactivity: new Map(),
@@ -73,18 +91,32 @@ export class Calls {
     return calls.get(ref.id);
   }
 
-  resolve<K extends OperationKind>(ref: { id: string; kind: K }, value: ResultOf<K>): void {
-    const calls: Map<string, Call<K>> = this.#byKind[ref.kind];
-    const call = calls.get(ref.id);
-    calls.delete(ref.id);
-    for (const waiter of call?.waiters ?? []) waiter.resolve(value);
+  reject(ref: OperationRef, error: unknown): void {
+    this.settle(ref, { error });
   }
 
-  reject(ref: OperationRef, error: unknown): void {
-    const calls = this.#byKind[ref.kind];
-    const call = calls.get(ref.id);
+  /**
+   * Answers the callers of `ref` with `outcome`. With `confirmFor` (the session's id) the answer rests on the
+   * actor's memory alone, and is given only once the store confirms this process still owns the session;
+   * otherwise they get shard_moving. The call is closed at once either way: only its answer waits.
+   */
+  settle<K extends OperationKind>(
+    ref: { id: string; kind: K },
+    outcome: Outcome<ResultOf<K>>,
+    confirmFor?: string,
+  ): void {
+    const calls: Map<string, Call<K>> = this.#byKind[ref.kind];
+    const waiters = calls.get(ref.id)?.waiters ?? [];
     calls.delete(ref.id);
-    for (const waiter of call?.waiters ?? []) waiter.reject(error);
+    if (waiters.length === 0) return;
+    if (confirmFor === undefined) {
+      answer(waiters, outcome);
+      return;
+    }
+    this.#confirm(confirmFor).then(
+      () => answer(waiters, outcome),
+      (error: unknown) => answer(waiters, { error }),
+    );
   }
 
   /**
@@ -108,7 +140,8 @@ export const statusError = (status: SessionStatus, sessionId: string) =>
 
 /**
  * The machine with the host's side effects: `operate` runs operations, and the machine's refusals answer the
- * callers of `calls`. One for all sessions (providing is costly); an operation finds its session's entry by id.
+ * callers of `calls`, once confirmed (they are decided from memory, nothing written). One for all sessions
+ * (providing is costly); an operation finds its session's entry by id.
  */
 export function answeringMachine(
   calls: Calls,
@@ -118,16 +151,21 @@ export function answeringMachine(
     actions: {
       operate,
       reject: ({ context }, { op, code }) =>
-        calls.reject(
+        calls.settle(
           op,
-          code === 'approval_pending'
-            ? approvalPending(context.paused?.turnId ?? '', waitingCallIds(context.paused, op.by))
-            : new AppError(code, undefined, {
-                context: { session_id: context.sessionId },
-                ...(code === 'session_busy' ? { headers: { 'retry-after': '1' } } : {}),
-              }),
+          {
+            error:
+              code === 'approval_pending'
+                ? approvalPending(context.paused?.turnId ?? '', waitingCallIds(context.paused, op.by))
+                : new AppError(code, undefined, {
+                    context: { session_id: context.sessionId },
+                    ...(code === 'session_busy' ? { headers: { 'retry-after': '1' } } : {}),
+                  }),
+          },
+          context.sessionId,
         ),
       join: (_, { op, target }) => calls.join(op, target),
+      // After a committed CLOSED or EXPIRED: a final status, written under this process's fence.
       rejectAll: ({ context }, { ops, code }) => {
         const status = code === 'session_closed' ? 'closed' : 'expired';
         for (const op of ops) calls.reject(op, statusError(status, context.sessionId));

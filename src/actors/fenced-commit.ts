@@ -1,9 +1,10 @@
 // The fenced commit: a session's lasting change is written with its shard's fencing epoch and with the
 // snapshot its actor will have after the change's event; only then do the entry and the actor follow. A
 // refused epoch means another process owns the shard now: the shard is given up and the caller gets
-// shard_moving.
+// shard_moving. An answer given without a write is fenced by a read of the epoch instead (confirmFence).
 import { shardMoving } from '../errors.ts';
 import { persistedSnapshot } from '../machines/session-snapshot.ts';
+import { shardOf } from '../shards.ts';
 import {
   type Fence,
   type SessionWriteResult,
@@ -83,6 +84,23 @@ export async function commitFenced(
     entry.doneExpiresAt = event.expiresAt;
   else if (event) entry.actor.send(event);
   return result;
+}
+
+/**
+ * Resolves while the store still holds this process's fence of the session's shard; otherwise the shard is
+ * given up, as after a refused write, and it rejects with shard_moving. For an answer the actor gives from
+ * memory without writing (a refusal such as approval_pending): a process that does not know yet that its
+ * shard was taken (Redis restarted and another process claimed it before this one's next renewal) would
+ * answer from state the new owner has moved on from; no claim since ours means nobody else wrote the session.
+ */
+export async function confirmFence(deps: FencedCommitDeps, sessionId: string): Promise<void> {
+  const shard = shardOf(sessionId);
+  const fence = deps.fence(shard);
+  if (!fence) throw shardMoving({ session_id: sessionId });
+  if (await deps.store.holdsFence(fence)) return;
+  // Unless the lease was lost, and a new one taken, while the store answered.
+  if (deps.fence(shard)?.epoch === fence.epoch) deps.lost(shard);
+  throw shardMoving({ session_id: sessionId });
 }
 
 /**

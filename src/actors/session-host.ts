@@ -23,8 +23,8 @@ import { shardOf } from '../shards.ts';
 import { StaleEpochError, type Store } from '../store/store.ts';
 import { inTraceContext, traceOperation } from '../tracing/tracer.ts';
 import type { ActorMetrics } from './actor-metrics.ts';
-import { answeringMachine, Calls, statusError } from './calls.ts';
-import { commitFenced, type FencedCommitDeps } from './fenced-commit.ts';
+import { answeringMachine, Calls, type Outcome, statusError } from './calls.ts';
+import { commitFenced, confirmFence, type FencedCommitDeps } from './fenced-commit.ts';
 import type { OperationContext, TurnObserver } from './operation-context.ts';
 import type { Operation, OperationRunner, ResultOf } from './operations.ts';
 import { type DropReason, ResidentActors, type SessionEntry } from './resident-actors.ts';
@@ -58,6 +58,9 @@ export { statusError };
 
 const shuttingDown = () => serviceUnavailable('The service is shutting down.');
 
+/** An answer that the client's request was refused (4xx), as opposed to a failure of the service. */
+const isRefusal = (err: unknown) => err instanceof AppError && err.statusCode < 500;
+
 /** How long running turns may still take when their shards are handed over or the process stops. */
 export const TURN_GRACE_MS = 10_000;
 
@@ -66,7 +69,7 @@ export class SessionHost implements ShardHandler {
   readonly #residents: ResidentActors;
   /** Sessions whose deletion runs now (the sweep's retention): activating one answers that it does not exist. */
   readonly #deleting = new Set<string>();
-  readonly #calls = new Calls();
+  readonly #calls = new Calls((sessionId) => this.confirmOwner(sessionId));
   readonly #sweeper: Sweeper;
   readonly #commitDeps: FencedCommitDeps;
   readonly #running = new Set<Promise<unknown>>();
@@ -157,6 +160,14 @@ export class SessionHost implements ShardHandler {
     const ref = { id: op.id, kind: op.kind, ...key, ...(op.by ? { by: op.by } : {}) };
     entry.actor.send({ type: 'SUBMIT', op: ref, at: Date.now() });
     return answer;
+  }
+
+  /**
+   * Resolves while the store still holds this process's fence of the session's shard; else the shard is given
+   * up and it rejects with shard_moving. Called before an answer decided from the actor's memory alone.
+   */
+  confirmOwner(sessionId: string): Promise<void> {
+    return confirmFence(this.#commitDeps, sessionId);
   }
 
   /**
@@ -306,6 +317,7 @@ export class SessionHost implements ShardHandler {
     const call = this.#calls.get(ref);
     if (!call) return () => {};
     const control = this.#turns.open(entry);
+    let wrote = false;
     const context: OperationContext = {
       entry,
       observer: call.observer,
@@ -316,14 +328,23 @@ export class SessionHost implements ShardHandler {
       },
       cancelled: control.cancelled,
       runsTurn: control.runsTurn,
-      commit: (change) => commitFenced(this.#commitDeps, entry, change),
+      commit: (change) => {
+        wrote = true;
+        return commitFenced(this.#commitDeps, entry, change);
+      },
     };
+    let outcome: Outcome<ResultOf<K>>;
     try {
-      const value = await inTraceContext(call.trace, () => this.#o.run(context, call.op));
-      return () => this.#calls.resolve(ref, value);
+      outcome = { value: await inTraceContext(call.trace, () => this.#o.run(context, call.op)) };
+    } catch (error) {
+      outcome = { error };
     } finally {
       control.done();
     }
+    // Reached without writing, an answer or a refusal rests on the actor's memory: the store confirms it first
+    // (a failure of the service is answered as it is; a retry reaches the owner anyway).
+    const confirm = !wrote && ('value' in outcome || isRefusal(outcome.error));
+    return () => this.#calls.settle(ref, outcome, confirm ? entry.session.id : undefined);
   }
 
   /** Another process owns the shard now: forget it and every actor in it. */

@@ -38,6 +38,8 @@ export class TurnActions {
     const entry = await this.entryOf(tenantId, sessionId, options.authorize);
     const paused = turnId ?? entry.actor.getSnapshot().context.paused?.turnId;
     if (paused === undefined) {
+      // Told by the actor's memory alone: only while this process still owns the session.
+      await this.options.host.confirmOwner(sessionId);
       throw new AppError('approval_not_pending', undefined, {
         context: { turn_id: null, call_id: decisions[0]?.call_id ?? null, state: 'unknown' },
       });

@@ -28,7 +28,7 @@ export function createClusterMetrics(registry: Registry) {
     }),
     staleEpochRejections: new Counter({
       name: 'parley_stale_epoch_rejections_total',
-      help: 'Session writes the store refused because another process owns the shard now',
+      help: 'Session writes the store refused, or answers from memory it did not confirm, because another process owns the shard now',
       registers: [registry],
     }),
   };

@@ -176,6 +176,11 @@ export interface SessionWriteResult {
 export interface SessionStore {
   /** Takes ownership of shards: bumps each epoch (fencing out earlier owners) and returns the new ones. */
   claimShards(owner: string, shards: readonly number[]): Promise<Map<number, number>>;
+  /**
+   * Whether `fence` still holds: its epoch is its shard's newest. One read, for an answer a process gives
+   * from memory without writing (no claim since ours means nobody else wrote the shard's sessions).
+   */
+  holdsFence(fence: Fence): Promise<boolean>;
 
   /** Creates a session; throws StaleEpochError when the fence is stale. */
   createSession(tenantId: string, session: NewSession, fence: Fence): Promise<SessionRecord>;

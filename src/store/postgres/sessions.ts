@@ -69,6 +69,11 @@ export function part(db: Db): StoreParts['sessions'] {
       return new Map(rows.map((r) => [Number(r.shard), Number(r.epoch)]));
     },
 
+    async holdsFence(fence) {
+      const [row] = await db.rows('SELECT epoch FROM shard_owner WHERE shard = $1', [fence.shard]);
+      return row?.epoch === fence.epoch;
+    },
+
     async createSession(tenantId, session, fence) {
       const at = now();
       await db.tx(async (c) => {

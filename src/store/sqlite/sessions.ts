@@ -57,6 +57,10 @@ export function part(db: SqliteDb): StoreParts['sessions'] {
       });
     },
 
+    async holdsFence(fence) {
+      return db.q('SELECT epoch FROM shard_owner WHERE shard = ?').get(fence.shard)?.epoch === fence.epoch;
+    },
+
     async createSession(tenantId, session, fence) {
       const at = now();
       await db.grouped(() => {

@@ -43,6 +43,17 @@ export function claimShards(f: SessionFixture): void {
         previous = next;
       }
     });
+
+    it("holds a fence until the shard is claimed again, and another shard's claim changes nothing", async () => {
+      const shard = shardOf(newId('ses'));
+      const fence = await claim(shard);
+      assert.equal(await ctx.store.holdsFence(fence), true);
+      await ctx.store.claimShards('node-b', [(shard + 1) % SHARD_COUNT]);
+      assert.equal(await ctx.store.holdsFence(fence), true);
+      const next = await claim(shard);
+      assert.equal(await ctx.store.holdsFence(fence), false);
+      assert.equal(await ctx.store.holdsFence(next), true);
+    });
   });
 }
 
