@@ -197,7 +197,7 @@ function createSessionActor(
   session: SessionRecord,
   snapshot: string | null,
 ): SessionActor {
-  return createActor(o.machine, {
+  const actor = createActor(o.machine, {
     parent,
     ...(snapshot ? { snapshot: JSON.parse(snapshot) } : {}),
     input: {
@@ -206,4 +206,8 @@ function createSessionActor(
       maxWaiting: o.maxWaiting,
     },
   });
+  // The actor keeps its options for life, and the stored snapshot in them (some 450 B parsed), which only its
+  // constructor reads: the actor's own snapshot was made from it already.
+  (actor.options as { snapshot?: unknown }).snapshot = undefined;
+  return actor;
 }
