@@ -141,7 +141,7 @@ export class ResidentActors {
     const { session } = loaded;
     if (!this.#o.coordinator.serves(session.shard)) throw shardMoving({ session_id: sessionId });
     const actor = createSessionActor(this.#o, this.#root, sessionId, session, loaded.snapshot);
-    const history = new CachedHistory(sessionId, this.#o.resident);
+    const history = new CachedHistory(this.#o.resident);
     const entry: SessionEntry = { session, history, actor, lastUsed: Date.now(), keyedCommits: 0 };
     // In the map before it starts: its operations find their entry by session id.
     this.#entries.set(sessionId, entry);
