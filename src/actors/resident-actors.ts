@@ -80,7 +80,8 @@ export class ResidentActors {
     if (resident) {
       resident.lastUsed = Date.now();
       this.#entries.delete(sessionId);
-      this.#entries.set(sessionId, resident);
+      // Keyed by the row's id, not the caller's: that one may be a slice of its request's URL, and keep it.
+      this.#entries.set(resident.session.id, resident);
       return resident;
     }
     let pending = this.#activating.get(sessionId);
@@ -135,10 +136,13 @@ export class ResidentActors {
     return waiting;
   }
 
-  async #activate(sessionId: string): Promise<SessionEntry | null> {
-    const loaded = await this.#o.store.loadSession(sessionId);
+  async #activate(requested: string): Promise<SessionEntry | null> {
+    const loaded = await this.#o.store.loadSession(requested);
     if (!loaded) return null;
     const { session } = loaded;
+    // The row's id from here on: the caller's may be a slice of its request's URL, which it would keep alive
+    // for as long as the actor (a hundred bytes a session).
+    const sessionId = session.id;
     if (!this.#o.coordinator.serves(session.shard)) throw shardMoving({ session_id: sessionId });
     const actor = createSessionActor(this.#o, this.#root, sessionId, session, loaded.snapshot);
     const history = new CachedHistory(this.#o.resident);
