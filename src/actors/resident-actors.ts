@@ -150,6 +150,8 @@ export class ResidentActors {
     // In the map before it starts: its operations find their entry by session id.
     this.#entries.set(sessionId, entry);
     actor.start();
+    // Its input too is read only by its constructor and start(); the rest of its options stay.
+    (actor as unknown as { options: { input?: unknown } }).options.input = undefined;
     this.#o.activated?.(entry);
     this.#o.metrics.activations.inc();
     this.#evictOverCap(sessionId);
@@ -211,7 +213,7 @@ function createSessionActor(
     },
   });
   // The actor keeps its options for life, and the stored snapshot in them (some 450 B parsed), which only its
-  // constructor reads: the actor's own snapshot was made from it already.
+  // constructor reads: the actor's own snapshot was made from it already. Its input goes once it has started.
   (actor.options as { snapshot?: unknown }).snapshot = undefined;
   return actor;
 }
