@@ -19,7 +19,7 @@ const resident = new ResidentBytes({
   },
 });
 const admission = new Admission({ resident, tenantShare: 0.5, maxWaiting: 128, maxWaitMs: 30_000, metrics });
-const history = new CachedHistory('ses_bench', resident);
+const history = new CachedHistory(resident);
 const message = (i: number): MessageRecord => ({
   id: `msg_${i}`,
   session_id: 'ses_bench',

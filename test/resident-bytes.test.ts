@@ -170,7 +170,7 @@ describe('resident bytes', () => {
     const files = new FileCache(10_000, resident);
     files.set('t1', 'a', Buffer.alloc(4000));
     files.set('t1', 'b', Buffer.alloc(4000));
-    const history = new CachedHistory('ses_1', resident);
+    const history = new CachedHistory(resident);
     const text = 'x'.repeat(1000);
     const load = loader([message(text)]);
     await history.recent(50, anyChars, load);
@@ -191,7 +191,7 @@ describe('resident bytes', () => {
 describe('a cached history', () => {
   test('is read once, follows appended messages and keeps the last `limit`', async () => {
     const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: null });
-    const history = new CachedHistory('ses_1', resident);
+    const history = new CachedHistory(resident);
     const load = loader([message('one'), message('two')]);
     assert.equal((await history.recent(50, anyChars, load)).length, 2);
     history.append([message('three'), message('four')]);
@@ -209,7 +209,7 @@ describe('a cached history', () => {
   });
 
   test('keeps the newest messages within a number of characters, as the store reads them, the newest always', async () => {
-    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: null }));
+    const history = new CachedHistory(new ResidentBytes({ maxBytes: 1_000_000, rss: null }));
     const load = loader([message('a'.repeat(100)), message('b'.repeat(100))]);
     await history.recent(50, anyChars, load);
     history.append([message('c'.repeat(100))]);
@@ -222,7 +222,7 @@ describe('a cached history', () => {
   });
 
   test('counts characters as the store does, escapes included', async () => {
-    const history = new CachedHistory('ses_1', new ResidentBytes({ maxBytes: 1_000_000, rss: null }));
+    const history = new CachedHistory(new ResidentBytes({ maxBytes: 1_000_000, rss: null }));
     const quoted = message('"\n'.repeat(10));
     assert.equal(JSON.stringify(quoted.content).length, 67, 'twenty characters, each escaped');
     await history.recent(50, anyChars, loader([quoted, message('x'.repeat(40))]));
@@ -232,7 +232,7 @@ describe('a cached history', () => {
 
   test('a history read while its actor left memory is not kept', async () => {
     const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: null });
-    const history = new CachedHistory('ses_1', resident);
+    const history = new CachedHistory(resident);
     let answer: (messages: MessageRecord[]) => void = () => {};
     const reading = history.recent(50, anyChars, () => new Promise((resolve) => (answer = resolve)));
     history.forget();
@@ -246,7 +246,7 @@ describe('a cached history', () => {
   test('a history larger than the bound is answered but not kept, and leaves the rest in place', async () => {
     const resident = new ResidentBytes({ maxBytes: 5000, rss: null });
     resident.hold('other', 1000, () => assert.fail('released'));
-    const history = new CachedHistory('ses_1', resident);
+    const history = new CachedHistory(resident);
     const load = loader([message('y'.repeat(3000))]);
     assert.equal((await history.recent(50, anyChars, load)).length, 1);
     await history.recent(50, anyChars, load);
@@ -256,7 +256,7 @@ describe('a cached history', () => {
 
   test('appending beyond the bound lets the history go rather than break it', async () => {
     const resident = new ResidentBytes({ maxBytes: 5000, rss: null });
-    const history = new CachedHistory('ses_1', resident);
+    const history = new CachedHistory(resident);
     const load = loader([message('a')]);
     await history.recent(50, anyChars, load);
     history.append([message('z'.repeat(3000))]);
@@ -267,7 +267,7 @@ describe('a cached history', () => {
 
   test('forgotten with its actor, it frees its bytes', async () => {
     const resident = new ResidentBytes({ maxBytes: 1_000_000, rss: null });
-    const history = new CachedHistory('ses_1', resident);
+    const history = new CachedHistory(resident);
     await history.recent(50, anyChars, loader([message('one')]));
     assert.ok(resident.bytes > 0);
     history.forget();

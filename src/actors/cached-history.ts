@@ -26,8 +26,9 @@ export class CachedHistory {
   /** The actor has left memory: whatever arrives later is not kept. */
   #forgotten = false;
 
-  constructor(sessionId: string, resident: ResidentBytes) {
-    this.#key = `history ${sessionId} ${++instances}`;
+  constructor(resident: ResidentBytes) {
+    // Short and flat (a longer template would be kept as a rope of strings): only this instance holds under it.
+    this.#key = `h${++instances}`;
     this.#resident = resident;
   }
 
@@ -75,11 +76,10 @@ export class CachedHistory {
   /** Follows a commit: `messages` were stored after those kept. */
   append(messages: readonly MessageRecord[]): void {
     if (!this.#kept || messages.length === 0) return;
-    for (const message of messages) {
-      const k = keep(message);
-      this.#kept.push(k);
-      this.#bytes += k.bytes;
-    }
+    const added = messages.map(keep);
+    for (const k of added) this.#bytes += k.bytes;
+    // A new array of the exact length: pushed onto, a small one grows room for 17 (136 B more, idle).
+    this.#kept = this.#kept.concat(added);
     this.#hold();
   }
 
