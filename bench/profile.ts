@@ -1,4 +1,4 @@
-// `node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--webhook] [--out=FILE]
+// `node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--webhook] [--stream] [--out=FILE]
 // [--keep-profile=FILE]`: where a W1 turn's CPU goes. Parley runs under `--cpu-prof`; W1 (plain sends over
 // 1,000 scripted-agent sessions, c=32 unless `--concurrency` says otherwise) is driven for a warm-up and then
 // the measured window; Parley is stopped gracefully so it writes the profile, whose samples in that window are
@@ -6,7 +6,7 @@
 // call per send, bench/tool-server.ts) that long before the warm-up, to see what a process that has served
 // tool turns spends on plain ones; `--tool-step` profiles W1t itself (every measured send makes one tool call);
 // `--webhook` profiles W1w (an endpoint subscribed to turn.completed on bench/webhook-receiver.ts: every send
-// queues a delivery, sent and recorded beside the load).
+// queues a delivery, sent and recorded beside the load); `--stream` profiles W2 (every send streamed as SSE).
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aggregate, type CpuProfile, formatAggregate } from './cpu-profile.ts';
@@ -36,14 +36,14 @@ const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const unknown = args.filter(
   (a) =>
-    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|tool-step|webhook|out=.+|keep-profile=.+)$/.test(
+    !/^--(duration=\d+(\.\d+)?|warmup=\d+(\.\d+)?|concurrency=\d+|tools-first=\d+(\.\d+)?|tool-step|webhook|stream|out=.+|keep-profile=.+)$/.test(
       a,
     ),
 );
 if (unknown.length) {
   process.stderr.write(
     `unknown option(s): ${unknown.join(' ')}\n` +
-      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--webhook] [--out=FILE] [--keep-profile=FILE]\n',
+      'usage: node bench/profile.ts [--duration=S] [--warmup=S] [--concurrency=N] [--tools-first=S] [--tool-step] [--webhook] [--stream] [--out=FILE] [--keep-profile=FILE]\n',
   );
   process.exit(2);
 }
@@ -54,6 +54,7 @@ const warmupMs = Number(option('warmup') ?? 2) * 1000;
 const toolsFirstMs = Number(option('tools-first') ?? 0) * 1000;
 const toolStep = args.includes('--tool-step');
 const webhook = args.includes('--webhook');
+const stream = args.includes('--stream');
 const out = option('out');
 const keep = option('keep-profile');
 
@@ -111,7 +112,7 @@ try {
     runLoad({
       url: parley.url,
       apiKey: parley.apiKey,
-      mode: 'plain',
+      mode: stream ? 'stream' : 'plain',
       sessions: toolStep ? toolSessions : sessions,
       concurrency: CONCURRENCY,
       kind: 'duration',
@@ -138,7 +139,7 @@ try {
   const procMs = cpuBefore === null || cpuAfter === null ? null : (cpuAfter - cpuBefore) * 1000;
   const perRequest = (ms: number) => (ms / w1.sent).toFixed(4);
   const markdown = [
-    `### CPU profile of ${toolStep ? 'W1t' : webhook ? 'W1w' : 'W1'} (c=${CONCURRENCY} ${toolStep ? 'sends making one tool call each' : 'plain sends'} ` +
+    `### CPU profile of ${toolStep ? 'W1t' : webhook ? 'W1w' : stream ? 'W2' : 'W1'} (c=${CONCURRENCY} ${toolStep ? 'sends making one tool call each' : stream ? 'streamed sends' : 'plain sends'} ` +
       `over ${SESSIONS} sessions of the scripted \`${toolStep ? TOOL_AGENT_ID : 'bench'}\` agent` +
       `${toolsFirstMs > 0 ? `, after ${toolsFirstMs / 1000} s of W1t` : ''})`,
     '',
