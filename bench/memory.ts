@@ -14,7 +14,7 @@ interface MemoryRead {
 }
 
 /** Three reads of /metrics, each after 1 s idle and a full GC; the smallest RSS and heap. */
-async function settledRead(server: Server): Promise<MemoryRead> {
+export async function settledRead(server: Server): Promise<MemoryRead> {
   const reads: MemoryRead[] = [];
   for (let i = 0; i < 3; i++) {
     await sleep(1_000);
@@ -31,6 +31,20 @@ async function settledRead(server: Server): Promise<MemoryRead> {
     heap: Math.min(...reads.map((r) => r.heap)),
     resident: Math.min(...reads.map((r) => r.resident)),
   };
+}
+
+/** One message to each session (c=32): each then holds a user message and its reply. */
+export async function sendOnce(server: Server, sessions: string[]) {
+  const [sent] = await runLoad({
+    url: server.url,
+    apiKey: server.apiKey,
+    mode: 'plain',
+    sessions,
+    concurrency: 32,
+    kind: 'each',
+    passes: 1,
+  });
+  return sent;
 }
 
 /** Polls /metrics until no actor is resident; returns how long that took. */
@@ -58,15 +72,7 @@ export async function startMemory(s: Settings): Promise<MemoryRun> {
     const t0 = Date.now();
     const sessions = await createSessions(parley, n);
     const createMs = Date.now() - t0;
-    const [sent] = await runLoad({
-      url: parley.url,
-      apiKey: parley.apiKey,
-      mode: 'plain',
-      sessions,
-      concurrency: 32,
-      kind: 'each',
-      passes: 1,
-    });
+    const sent = await sendOnce(parley, sessions);
     const sendMs = Date.now() - t0 - createMs;
     const loaded = await settledRead(parley);
     const loadedAt = Date.now();
