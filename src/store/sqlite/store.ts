@@ -1,8 +1,7 @@
 // The embedded Store: one SQLite file (Node's built-in node:sqlite) on the connection of db.ts. This module
-// holds the migrations' runner and the lifecycle; session writes go through the connection's group commit;
-// the resources are in the modules
-// beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts, webhooks.ts, usage.ts), composed by
-// ComposedStore.
+// holds the migrations' runner and the lifecycle, and sends session writes to the connection's group commit;
+// the resources are in the modules beside it (tenants.ts, users.ts, files.ts, sessions.ts, messages.ts,
+// webhooks.ts, usage.ts), composed by ComposedStore.
 import { ComposedStore } from '../composed-store.ts';
 import { now } from '../rows.ts';
 import type { Migration, SessionWrite, SessionWriteResult, Store } from '../store.ts';
